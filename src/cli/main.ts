@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from 'commander';
+import { registerConfigCommand } from './commands/config.ts';
+import { registerRelationshipsCommand } from './commands/relationships.ts';
+import { registerSimulatorCommand } from './commands/simulator.ts';
+import { registerWorkCommand } from './commands/work.ts';
+import { describeError } from './describe-error.ts';
+import { packageVersion } from './package-version.ts';
+
+const program = new Command('concordance-worker')
+  .description(
+    'Runs preset concordance queries against the Clinical Graph Service when a record changes.',
+  )
+  .version(packageVersion())
+  .option('-c, --config <file>', 'configuration file merged over config/default.yaml')
+  .showHelpAfterError()
+  .exitOverride();
+
+registerRelationshipsCommand(program);
+registerConfigCommand(program);
+registerSimulatorCommand(program);
+registerWorkCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  if (err instanceof CommanderError) {
+    process.exitCode = err.exitCode === 0 ? 0 : 2;
+  } else {
+    process.stderr.write(`concordance-worker: ${describeError(err)}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,21 @@
+/** One thing wrong with the configuration, named by its path (`service.timeout_ms`). */
+export interface ConfigProblem {
+  path: string;
+  message: string;
+}
+
+/** The configuration cannot be used; `problems` lists every reason, not only the first. */
+export class ConfigError extends Error {
+  static readonly code = 'ERR_CONFIG';
+  readonly code = ConfigError.code;
+  readonly problems: readonly ConfigProblem[];
+
+  constructor(problems: readonly ConfigProblem[], options?: ErrorOptions) {
+    super(
+      `invalid configuration:\n${problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`).join('\n')}`,
+      options,
+    );
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}

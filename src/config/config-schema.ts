@@ -1,0 +1,105 @@
+import { z } from 'zod';
+import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
+
+const SERVICE_ENVIRONMENTS = ['production', 'staging', 'development', 'local'] as const;
+export type ServiceEnvironmentName = (typeof SERVICE_ENVIRONMENTS)[number];
+
+const httpUrl = z.url({ protocol: /^https?$/ });
+const statusList = z.array(z.string().min(1)).min(1);
+
+const ServiceSchema = z.strictObject({
+  env: z.enum(SERVICE_ENVIRONMENTS),
+  environments: z.strictObject(
+    Object.fromEntries(
+      SERVICE_ENVIRONMENTS.map((name) => [name, z.strictObject({ base_url: httpUrl.nullable() })]),
+    ) as Record<ServiceEnvironmentName, z.ZodObject<{ base_url: z.ZodNullable<typeof httpUrl> }>>,
+  ),
+  /** Set only from the environment (`SERVICE_BASE_URL`); wins over `environments`. */
+  base_url: httpUrl.optional(),
+  /** Set only from the environment (`SERVICE_API_KEY`). */
+  api_key: z.string().min(1).optional(),
+  timeout_ms: z.int().positive(),
+  retry: z.strictObject({
+    limit: z.int().min(0).max(20),
+    base_delay_ms: z.int().min(0),
+    max_delay_ms: z.int().min(0),
+    max_retry_after_ms: z.int().min(0),
+  }),
+  statuses: z.strictObject({ success: statusList, failure: statusList, lost: statusList }),
+  prevent_paths: z.strictObject({
+    register: z.string().startsWith('/'),
+    recommend: z.string().startsWith('/').includes('{patient_service_id}'),
+  }),
+});
+
+const port = z.int().min(0).max(65_535);
+const ms = z.int().min(0);
+
+const RuleSchema = z.strictObject({
+  ccsr_category: z
+    .string()
+    .refine((code) => loadCcsrTables().isCategory(code), 'not a CCSR v2023.1 problem category'),
+  /** Only updates whose `changes` name one of these kinds of data. */
+  when_changes: z.array(z.string().min(1)).min(1).optional(),
+});
+export type PresetRule = z.infer<typeof RuleSchema>;
+
+const QueriesSchema = z.strictObject({
+  debounce_ms: ms,
+  poll: z.strictObject({
+    first_delay_ms: z.int().positive(),
+    factor: z.number().min(1),
+    max_delay_ms: z.int().positive(),
+    jitter: z.number().min(0).max(1),
+    deadline_ms: z.int().positive(),
+  }),
+  resubmit_lost: z.int().min(0),
+  submit_attempts: z.int().min(1),
+  submit_backoff_ms: z.int().positive(),
+  auth_pause_ms: z.int().positive(),
+  deliver_superseded: z.boolean(),
+  concurrency: z.int().min(1),
+  lock_duration_ms: z.int().min(1_000),
+});
+
+export const ConfigSchema = z.strictObject({
+  service: ServiceSchema,
+  log: z.strictObject({
+    level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+  }),
+  redis: z.strictObject({
+    url: z.url({ protocol: /^rediss?$/ }),
+    prefix: z
+      .string()
+      .min(1)
+      .regex(/^[^:\s]+$/, 'no colons or spaces'),
+  }),
+  ingest: z.strictObject({
+    port,
+    host: z.string().min(1),
+    body_limit_bytes: z.int().positive(),
+    idempotency_ttl_s: z.int().positive(),
+    /** Set only from the environment (`INGEST_TOKENS`, comma-separated). */
+    tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+  }),
+  identity: z
+    .strictObject({
+      /** Set only from the environment (`CROSSWALK_KEY`). */
+      crosswalk_key: z.string().min(1).optional(),
+    })
+    .default({}),
+  presets: z.strictObject({ rules: z.array(RuleSchema) }),
+  privacy: z.strictObject({ identifying_fields: z.array(z.string().min(1)) }),
+  queries: QueriesSchema,
+  worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
+  delivery: z.strictObject({
+    outbound_queue: z.strictObject({
+      enabled: z.boolean(),
+      name: z.string().regex(/^[A-Za-z0-9_-]+$/),
+      retention: z.strictObject({ count: z.int().min(0), age_s: z.int().min(0) }),
+    }),
+  }),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+export type ServiceConfig = Config['service'];

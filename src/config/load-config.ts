@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, type ConfigProblem } from './config-error.ts';
+import { ConfigSchema, type Config } from './config-schema.ts';
+
+/** The configuration shipped with the project. */
+export const DEFAULT_CONFIG_FILE = new URL('../../config/default.yaml', import.meta.url);
+
+export interface LoadConfigOptions {
+  /** A file merged over the defaults (`--config`). */
+  file?: string | URL;
+  /** @defaultValue `process.env` */
+  env?: NodeJS.ProcessEnv;
+}
+
+type Tree = Record<string, unknown>;
+
+const isTree = (value: unknown): value is Tree =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function merge(base: Tree, over: Tree): Tree {
+  const out: Tree = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const prior = out[key];
+    out[key] = isTree(prior) && isTree(value) ? merge(prior, value) : value;
+  }
+  return out;
+}
+
+function readYaml(file: string | URL, problems: ConfigProblem[]): Tree {
+  try {
+    const parsed: unknown = parseYaml(readFileSync(file, 'utf8'));
+    if (parsed === null || parsed === undefined) return {};
+    if (isTree(parsed)) return parsed;
+    problems.push({ path: '', message: `${String(file)} does not hold a mapping` });
+  } catch (err) {
+    problems.push({ path: '', message: `cannot read ${String(file)}: ${(err as Error).message}` });
+  }
+  return {};
+}
+
+/** Environment variables and where they go; numbers are parsed so that zod checks them. */
+const ENV_PATHS: readonly [
+  variable: string,
+  path: readonly string[],
+  kind: 'string' | 'int' | 'list',
+][] = [
+  ['SERVICE_ENV', ['service', 'env'], 'string'],
+  ['SERVICE_BASE_URL', ['service', 'base_url'], 'string'],
+  ['SERVICE_API_KEY', ['service', 'api_key'], 'string'],
+  ['SERVICE_TIMEOUT_MS', ['service', 'timeout_ms'], 'int'],
+  ['LOG_LEVEL', ['log', 'level'], 'string'],
+  ['REDIS_URL', ['redis', 'url'], 'string'],
+  ['REDIS_PREFIX', ['redis', 'prefix'], 'string'],
+  ['INGEST_PORT', ['ingest', 'port'], 'int'],
+  ['INGEST_HOST', ['ingest', 'host'], 'string'],
+  ['INGEST_TOKENS', ['ingest', 'tokens'], 'list'],
+  ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
+  ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
+];
+
+/** Values only the environment may set: a file that holds one is refused. */
+const SECRETS: readonly (readonly [string, string, string])[] = [
+  ['service', 'api_key', 'SERVICE_API_KEY'],
+  ['ingest', 'tokens', 'INGEST_TOKENS'],
+  ['identity', 'crosswalk_key', 'CROSSWALK_KEY'],
+];
+
+function fromEnv(env: NodeJS.ProcessEnv): Tree {
+  let out: Tree = {};
+  for (const [variable, path, kind] of ENV_PATHS) {
+    const raw = env[variable];
+    if (raw === undefined || raw === '') continue;
+    const value =
+      kind === 'list'
+        ? raw
+            .split(',')
+            .map((item) => item.trim())
+            .filter((item) => item !== '')
+        : kind === 'int' && /^-?\d+$/.test(raw.trim())
+          ? Number(raw)
+          : raw;
+    out = merge(out, path.reduceRight<unknown>((acc, key) => ({ [key]: acc }), value) as Tree);
+  }
+  return out;
+}
+
+/**
+ * Reads the defaults, the `--config` file and the environment, and validates the result once.
+ * Throws a {@link ConfigError} listing every problem by path.
+ */
+export function loadConfig(options: LoadConfigOptions = {}): Config {
+  const problems: ConfigProblem[] = [];
+  let tree = readYaml(DEFAULT_CONFIG_FILE, problems);
+  if (options.file !== undefined) {
+    const overrides = readYaml(options.file, problems);
+    for (const [section, key, variable] of SECRETS) {
+      const branch = overrides[section];
+      if (isTree(branch) && key in branch) {
+        problems.push({
+          path: `${section}.${key}`,
+          message: `secrets come only from the environment: set ${variable}`,
+        });
+      }
+    }
+    tree = merge(tree, overrides);
+  }
+  tree = merge(tree, fromEnv(options.env ?? process.env));
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const parsed = ConfigSchema.safeParse(tree);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => ({
+        path: issue.path.map(String).join('.'),
+        message: issue.message,
+      })),
+      { cause: parsed.error },
+    );
+  }
+  const config = parsed.data;
+  const chosen = config.service.environments[config.service.env];
+  if (config.service.base_url === undefined && chosen.base_url === null) {
+    throw new ConfigError([
+      {
+        path: `service.environments.${config.service.env}.base_url`,
+        message: `no base URL for the "${config.service.env}" environment: set it or SERVICE_BASE_URL`,
+      },
+    ]);
+  }
+  return config;
+}
+
+/** The base URL in force: `SERVICE_BASE_URL`, else the chosen environment's. */
+export function serviceBaseUrl(config: Config): string {
+  const url = config.service.base_url ?? config.service.environments[config.service.env].base_url;
+  if (url === null) throw new Error('unreachable: loadConfig checks the base URL');
+  return url;
+}

@@ -1,0 +1,46 @@
+import { z } from 'zod';
+
+/** How a query ended, as its result event says. */
+export const QUERY_OUTCOMES = ['completed', 'failed', 'lost', 'timed_out', 'rejected'] as const;
+export type QueryOutcome = (typeof QUERY_OUTCOMES)[number];
+
+/**
+ * The result of one logical query, the same for every output channel. It is handed back to the
+ * hospital, so it names the hospital's own `patient_id`; it never goes to the service.
+ */
+export const ResultEventSchema = z.object({
+  /** Stable per logical query: the same on every redelivery. */
+  id: z.uuid(),
+  type: z.enum(['concordance.completed', 'concordance.failed']),
+  created_at: z.iso.datetime(),
+  patient_id: z.string().nullable(),
+  patient_service_id: z.string(),
+  ccsr_category: z.string(),
+  record_version: z.int().nullable(),
+  triggered_by: z.object({
+    event_ids: z.array(z.string()),
+    /** How many updates the query covers (the list keeps only the newest ids). */
+    count: z.int(),
+    first_update_at: z.string().nullable(),
+    last_update_at: z.string().nullable(),
+  }),
+  remote_job_id: z.string().nullable(),
+  status: z.enum(QUERY_OUTCOMES),
+  concordance: z.record(z.string(), z.unknown()).nullable(),
+  error: z
+    .object({
+      code: z.string(),
+      message: z.string(),
+      items: z
+        .array(
+          z.object({
+            loc: z.array(z.union([z.string(), z.number()])),
+            msg: z.string(),
+            type: z.string(),
+          }),
+        )
+        .optional(),
+    })
+    .nullable(),
+});
+export type ResultEvent = z.infer<typeof ResultEventSchema>;

@@ -1,0 +1,61 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isolatedRedis } from '../../test/support/redis.ts';
+import { deriveCrosswalkKeys, generateCrosswalkSecret } from './crosswalk-keys.ts';
+import { Crosswalk } from './crosswalk.ts';
+
+describe('Crosswalk (real Redis)', () => {
+  let env: Awaited<ReturnType<typeof isolatedRedis>>;
+  let crosswalk: Crosswalk;
+
+  beforeEach(async () => {
+    env = await isolatedRedis();
+    crosswalk = new Crosswalk({
+      redis: env.redis,
+      prefix: env.prefix,
+      keys: deriveCrosswalkKeys(generateCrosswalkSecret()),
+    });
+  });
+  afterEach(() => env.cleanup());
+
+  it('gives a local id one random service id, on first sight only', async () => {
+    const first = await crosswalk.resolve('MRN-PLANTED-42');
+    expect(first.created).toBe(true);
+    expect(first.patientServiceId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await crosswalk.resolve('MRN-PLANTED-42')).toEqual({
+      patientServiceId: first.patientServiceId,
+      created: false,
+    });
+    expect(await crosswalk.find('MRN-PLANTED-42')).toBe(first.patientServiceId);
+    expect(await crosswalk.find('MRN-OTHER')).toBeUndefined();
+    expect(await crosswalk.localIdOf(first.patientServiceId)).toBe('MRN-PLANTED-42');
+  });
+
+  it('agrees on one service id when many callers resolve at once', async () => {
+    const ids = await Promise.all(Array.from({ length: 20 }, () => crosswalk.resolve('MRN-RACE')));
+    expect(new Set(ids.map((r) => r.patientServiceId)).size).toBe(1);
+    expect(ids.filter((r) => r.created)).toHaveLength(1);
+  });
+
+  it('never stores the local id in the clear', async () => {
+    await crosswalk.resolve('MRN-PLANTED-42');
+    const keys = await env.redis.keys(`${env.prefix}*`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) {
+      expect(key).not.toContain('MRN-PLANTED-42');
+      const type = await env.redis.type(key);
+      const dump =
+        type === 'hash' ? JSON.stringify(await env.redis.hgetall(key)) : await env.redis.get(key);
+      expect(dump).not.toContain('MRN-PLANTED-42');
+    }
+  });
+
+  it('maps FHIR references to stable opaque ids and back', async () => {
+    const { patientServiceId } = await crosswalk.resolve('MRN-1');
+    const opaque = await crosswalk.opaqueFhirId(patientServiceId, 'Condition/abc');
+    expect(opaque).toMatch(/^ref-/);
+    expect(opaque).not.toContain('abc');
+    expect(await crosswalk.opaqueFhirId(patientServiceId, 'Condition/abc')).toBe(opaque);
+    expect(await crosswalk.fhirIdOf(patientServiceId, opaque)).toBe('Condition/abc');
+    expect(await crosswalk.fhirIdOf(patientServiceId, 'ref-unknown')).toBeUndefined();
+  });
+});

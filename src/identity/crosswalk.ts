@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { CrosswalkKeys } from './crosswalk-keys.ts';
+
+/** Creates the entry unless another process got there first; returns the id in force. */
+const RESOLVE = `
+local existing = redis.call('HGET', KEYS[1], 'psid')
+if existing then return {existing, 0} end
+redis.call('HSET', KEYS[1], 'psid', ARGV[1], 'local', ARGV[2])
+redis.call('SET', KEYS[2], ARGV[2])
+return {ARGV[1], 1}
+`;
+
+export interface CrosswalkOptions {
+  redis: Redis;
+  /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
+  prefix: string;
+  keys: CrosswalkKeys;
+}
+
+/**
+ * The hospital's own patient ids and the service ids that stand for them. The local id is looked
+ * up only by its HMAC and stored only sealed (AES-256-GCM), bound to its service id.
+ */
+export class Crosswalk {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #keys: CrosswalkKeys;
+
+  constructor({ redis, prefix, keys }: CrosswalkOptions) {
+    this.#redis = redis;
+    this.#prefix = prefix;
+    this.#keys = keys;
+  }
+
+  #forward(localId: string): string {
+    return `${this.#prefix}:xw:${this.#keys.lookup(localId)}`;
+  }
+
+  #reverse(patientServiceId: string): string {
+    return `${this.#prefix}:xwr:${patientServiceId}`;
+  }
+
+  /** The service id of a local id, created (a random UUID) on first sight. */
+  async resolve(localId: string): Promise<{ patientServiceId: string; created: boolean }> {
+    const candidate = randomUUID();
+    const sealed = this.#keys.seal(localId, `xw:${candidate}`);
+    const [patientServiceId, created] = (await this.#redis.eval(
+      RESOLVE,
+      2,
+      this.#forward(localId),
+      this.#reverse(candidate),
+      candidate,
+      sealed,
+    )) as [string, number];
+    return { patientServiceId, created: created === 1 };
+  }
+
+  /** The service id of a local id already seen, without creating one. */
+  async find(localId: string): Promise<string | undefined> {
+    return (await this.#redis.hget(this.#forward(localId), 'psid')) ?? undefined;
+  }
+
+  /** The local id behind a service id (for results handed back to the hospital). */
+  async localIdOf(patientServiceId: string): Promise<string | undefined> {
+    const sealed = await this.#redis.get(this.#reverse(patientServiceId));
+    if (sealed === null) return undefined;
+    return this.#keys.open(sealed, `xw:${patientServiceId}`).toString('utf8');
+  }
+
+  /**
+   * An opaque stand-in for a FHIR reference (`Condition/abc` -> `ref-…`), stable per patient,
+   * that {@link fhirIdOf} maps back.
+   */
+  async opaqueFhirId(patientServiceId: string, fhirId: string): Promise<string> {
+    const opaque = `ref-${this.#keys.lookup(`${patientServiceId}|${fhirId}`).slice(0, 22)}`;
+    await this.#redis.hsetnx(
+      `${this.#prefix}:fhir:${patientServiceId}`,
+      opaque,
+      this.#keys.seal(fhirId, `fhir:${patientServiceId}`),
+    );
+    return opaque;
+  }
+
+  async fhirIdOf(patientServiceId: string, opaque: string): Promise<string | undefined> {
+    const sealed = await this.#redis.hget(`${this.#prefix}:fhir:${patientServiceId}`, opaque);
+    if (sealed === null) return undefined;
+    return this.#keys.open(sealed, `fhir:${patientServiceId}`).toString('utf8');
+  }
+}

@@ -1,0 +1,132 @@
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+} from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
+import type { Config } from '../config/config-schema.ts';
+import type { Crosswalk } from '../identity/crosswalk.ts';
+import type { PresetStore } from '../presets/preset-store.ts';
+import type { QueryScheduler } from '../queries/query-scheduler.ts';
+import type { RecordStore } from '../records/record-store.ts';
+import { handleClientError } from './client-error-handler.ts';
+import { createErrorHandler } from './error-handler.ts';
+import { BadRequestError } from './errors/bad-request-error.ts';
+import { NotFoundError } from './errors/not-found-error.ts';
+import { installBearerAuth } from './hooks/bearer-auth.ts';
+import { installRequestLog } from './hooks/request-log.ts';
+import { IdempotencyStore } from './idempotency-store.ts';
+import { IngestMetrics } from './ingest-metrics.ts';
+import { healthRoutes } from './routes/health-routes.ts';
+import { presetRoutes } from './routes/preset-routes.ts';
+import { recordUpdateRoutes } from './routes/record-update-routes.ts';
+import { zodValidatorCompiler } from './zod-validator-compiler.ts';
+
+export interface IngestDeps {
+  /** Validated configuration; `ingest.tokens` are the accepted bearer tokens. */
+  config: Config;
+  /** A request connection (`requestConnection()`): fails fast while Redis is down. */
+  redis: Redis;
+  crosswalk: Crosswalk;
+  records: RecordStore;
+  presets: PresetStore;
+  scheduler: QueryScheduler;
+  /** Request outcomes only: no patient id, record content or token is ever logged. */
+  logger: Logger;
+  /**
+   * Remembers event ids.
+   * @defaultValue built from `redis`, `config.redis.prefix` and `config.ingest.idempotency_ttl_s`
+   */
+  idempotency?: IdempotencyStore;
+  /**
+   * Where `/metrics` reads from and the ingest counters live.
+   * @defaultValue a fresh registry with prom-client's default process metrics
+   */
+  metrics?: { registry: Registry };
+}
+
+/**
+ * Longest route parameter fastify's router accepts. Far above the 128 characters of a patient id
+ * (percent-encoded: three bytes per character), so that an over-long id reaches validation and
+ * is answered 422 rather than the router's 414.
+ */
+const MAX_PARAM_LENGTH = 2_048;
+
+function defaultRegistry(): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+/**
+ * The ingest HTTP app, ready to `inject()` into or to `listen()` on (the runtime does that): record
+ * updates, presets, `/healthz`, `/readyz`, `/metrics`; a bearer token on all but the last three;
+ * every error in the interface's `{detail}` format, 503 with `Retry-After` while Redis is
+ * unreachable. Serve only once `redis` is ready: a request connection refuses commands (503)
+ * while it is still connecting.
+ */
+export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance> {
+  const { config, redis, logger } = deps;
+  const bodyLimitBytes = config.ingest.body_limit_bytes;
+  const app = Fastify({
+    // Upcast: the public type is the plain FastifyInstance, whatever pino's generics.
+    loggerInstance: logger as FastifyBaseLogger,
+    // Fastify's request lines carry the URL (patient ids in presets paths) and, for some errors,
+    // the request: all of them are off, and installRequestLog writes ours with the route pattern.
+    logController: new LogController({ disableRequestLogging: true }),
+    clientErrorHandler: handleClientError,
+    bodyLimit: bodyLimitBytes,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // A URL that cannot be decoded is answered in our format, and without logging it.
+    frameworkErrors: (error, _request, reply) => {
+      // Fastify's message quotes the path, patient id included: ours does not.
+      const http = new BadRequestError('malformed URL', { cause: error });
+      void (reply as FastifyReply).code(http.statusCode).send(http.body);
+    },
+  });
+
+  // Only JSON bodies: without the text parser any other media type is refused with 415.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(zodValidatorCompiler);
+  app.setErrorHandler(createErrorHandler({ redis, bodyLimitBytes }));
+  app.setNotFoundHandler(() => {
+    throw new NotFoundError('Not Found');
+  });
+  installBearerAuth(app, config.ingest.tokens ?? []);
+  installRequestLog(app);
+
+  const tables = loadCcsrTables();
+  const rules = config.presets.rules;
+  const registry = deps.metrics?.registry ?? defaultRegistry();
+  const idempotency =
+    deps.idempotency ??
+    new IdempotencyStore({
+      redis,
+      prefix: config.redis.prefix,
+      ttlSeconds: config.ingest.idempotency_ttl_s,
+    });
+
+  await app.register(healthRoutes, { redis, registry });
+  await app.register(recordUpdateRoutes, {
+    crosswalk: deps.crosswalk,
+    records: deps.records,
+    presets: deps.presets,
+    scheduler: deps.scheduler,
+    idempotency,
+    rules,
+    tables,
+    identifyingFields: config.privacy.identifying_fields,
+    metrics: new IngestMetrics(registry),
+  });
+  await app.register(presetRoutes, {
+    crosswalk: deps.crosswalk,
+    presets: deps.presets,
+    rules,
+    tables,
+  });
+  return app;
+}

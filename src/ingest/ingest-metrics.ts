@@ -1,0 +1,64 @@
+import { Counter, type Registry } from 'prom-client';
+
+/** What became of a record update. */
+export type IngestOutcome = 'accepted' | 'duplicate' | 'rejected' | 'unavailable';
+
+/** Distinct `source` label values kept before the rest are counted as `other`. */
+export const MAX_SOURCE_LABELS = 50;
+
+const SOURCE_LABEL = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** An existing metric of the registry (a second app on one registry), else a new one. */
+function counter<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+): Counter<L> {
+  const existing = registry.getSingleMetric(name);
+  if (existing instanceof Counter) return existing as Counter<L>;
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+/**
+ * The ingest app's counters. The `source` label is the sender's free text, so it is bounded: only
+ * plain names, at most {@link MAX_SOURCE_LABELS} of them, else `other` (`none` when absent), lest a
+ * sender blow up the metric's cardinality.
+ */
+export class IngestMetrics {
+  readonly #events: Counter<'source' | 'outcome'>;
+  readonly #queries: Counter<'kind'>;
+  readonly #sources = new Set<string>();
+
+  constructor(registry: Registry) {
+    this.#events = counter(
+      registry,
+      'cw_ingest_events_total',
+      'Record updates received, by sender-given source and outcome (accepted, duplicate, rejected, unavailable).',
+      ['source', 'outcome'],
+    );
+    this.#queries = counter(
+      registry,
+      'cw_queries_enqueued_total',
+      'Concordance queries scheduled by record updates: new queries, or updates coalesced into an open one.',
+      ['kind'],
+    );
+  }
+
+  #sourceLabel(source: unknown): string {
+    if (source === undefined || source === '') return 'none';
+    if (typeof source !== 'string' || !SOURCE_LABEL.test(source)) return 'other';
+    if (this.#sources.has(source)) return source;
+    if (this.#sources.size >= MAX_SOURCE_LABELS) return 'other';
+    this.#sources.add(source);
+    return source;
+  }
+
+  countEvent(source: unknown, outcome: IngestOutcome): void {
+    this.#events.inc({ source: this.#sourceLabel(source), outcome });
+  }
+
+  countQuery(coalesced: boolean): void {
+    this.#queries.inc({ kind: coalesced ? 'coalesced' : 'new' });
+  }
+}

@@ -1,0 +1,78 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { CcsrTables } from '../../ccsr/ccsr-tables.ts';
+import type { Crosswalk } from '../../identity/crosswalk.ts';
+import type { PresetStore } from '../../presets/preset-store.ts';
+import type { PresetRule } from '../../presets/rules.ts';
+import { NotFoundError } from '../errors/not-found-error.ts';
+import { PatientParamsSchema, presetParamsSchema } from '../schemas/patient-params.ts';
+
+export interface PresetRouteOptions {
+  crosswalk: Crosswalk;
+  presets: PresetStore;
+  /** `config.presets.rules`, listed beside the registered presets. */
+  rules: readonly PresetRule[];
+  tables: Pick<CcsrTables, 'isCategory'>;
+}
+
+/**
+ * Per-patient presets: `PUT` registers one (201 new, 200 existing), `DELETE` removes it, `GET`
+ * lists the registered ones and the rules that apply to every patient. Only `PUT` may create a
+ * crosswalk entry: reading or deleting for a patient never seen answers 404 and stores nothing.
+ */
+export const presetRoutes: FastifyPluginAsyncZod<PresetRouteOptions> = async (
+  app,
+  { crosswalk, presets, rules, tables },
+) => {
+  const PresetParams = presetParamsSchema(tables);
+  const unknownPatient = () => new NotFoundError('unknown patient');
+
+  app.put(
+    '/v1/patients/:patient_id/presets/:ccsr_category',
+    { schema: { params: PresetParams } },
+    async (request, reply) => {
+      const { patient_id, ccsr_category } = request.params;
+      const { patientServiceId } = await crosswalk.resolve(patient_id);
+      const outcome = await presets.put(patientServiceId, ccsr_category, 'registered');
+      const stored = await presets.get(patientServiceId, ccsr_category);
+      // Deleted between the two calls by a concurrent DELETE: the registration did happen.
+      const preset = stored ?? {
+        ccsr_category,
+        source: 'registered' as const,
+        created_at: new Date().toISOString(),
+      };
+      return reply
+        .code(outcome === 'created' ? 201 : 200)
+        .send({ patient_service_id: patientServiceId, ...preset });
+    },
+  );
+
+  app.delete(
+    '/v1/patients/:patient_id/presets/:ccsr_category',
+    { schema: { params: PresetParams } },
+    async (request, reply) => {
+      const { patient_id, ccsr_category } = request.params;
+      const patientServiceId = await crosswalk.find(patient_id);
+      if (patientServiceId === undefined) throw unknownPatient();
+      if (!(await presets.delete(patientServiceId, ccsr_category))) {
+        throw new NotFoundError('no such preset for this patient');
+      }
+      return reply.code(204).send();
+    },
+  );
+
+  app.get(
+    '/v1/patients/:patient_id/presets',
+    { schema: { params: PatientParamsSchema } },
+    async (request) => {
+      const patientServiceId = await crosswalk.find(request.params.patient_id);
+      if (patientServiceId === undefined) throw unknownPatient();
+      const registered = await presets.list(patientServiceId);
+      const fromRules = rules.map((rule) => ({
+        ccsr_category: rule.ccsr_category,
+        source: 'rule' as const,
+        ...(rule.when_changes === undefined ? {} : { when_changes: [...rule.when_changes] }),
+      }));
+      return { patient_service_id: patientServiceId, presets: [...registered, ...fromRules] };
+    },
+  );
+};

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+/**
+ * The data of a query job. `step` and the fields after it are rewritten as the query advances,
+ * so that a job picked up again after a crash resumes from its last persisted step.
+ */
+export const QueryJobDataSchema = z.object({
+  /** Random per logical query: the id of its result event. */
+  queryId: z.uuid(),
+  patientServiceId: z.string().min(1),
+  ccsrCategory: z.string().min(1),
+  /** The query's sequence number within its key (see QueryState). */
+  seq: z.int().positive(),
+  step: z.enum(['scheduled', 'submitting', 'polling']).default('scheduled'),
+  triggers: z
+    .object({
+      eventIds: z.array(z.string()),
+      count: z.int(),
+      firstAt: z.string(),
+      lastAt: z.string(),
+    })
+    .optional(),
+  recordVersion: z.int().optional(),
+  remoteJobId: z.string().optional(),
+  submittedAt: z.number().optional(),
+  /** When the next poll was scheduled for (epoch ms): lateness is measured against it. */
+  nextPollAt: z.number().optional(),
+  polls: z.int().min(0).default(0),
+  resubmits: z.int().min(0).default(0),
+});
+export type QueryJobData = z.infer<typeof QueryJobDataSchema>;
+
+/** A BullMQ job id per logical query: no colons, never all digits. */
+export function queryJobId(patientServiceId: string, category: string, seq: number): string {
+  return `q-${patientServiceId}-${category}-${seq}`;
+}

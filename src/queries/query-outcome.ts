@@ -1,0 +1,43 @@
+import type { ResultEvent, QueryOutcome } from '../delivery/result-event.ts';
+import type { QueryJobData } from './query-job.ts';
+
+/** Why a query ended without a concordance. */
+export interface QueryFailure {
+  code: string;
+  message: string;
+  /** The service's validation items, reduced to `loc`, `msg` and `type`. */
+  items?: { loc: (string | number)[]; msg: string; type: string }[];
+}
+
+/** Everything a result event needs besides the query's own data. */
+export interface OutcomeDetails {
+  outcome: QueryOutcome;
+  patientId: string | null;
+  concordance?: Record<string, unknown> | null;
+  failure?: QueryFailure;
+  now?: Date;
+}
+
+/** The result event of a query that has ended. */
+export function resultEvent(data: QueryJobData, details: OutcomeDetails): ResultEvent {
+  const triggers = data.triggers;
+  return {
+    id: data.queryId,
+    type: details.outcome === 'completed' ? 'concordance.completed' : 'concordance.failed',
+    created_at: (details.now ?? new Date()).toISOString(),
+    patient_id: details.patientId,
+    patient_service_id: data.patientServiceId,
+    ccsr_category: data.ccsrCategory,
+    record_version: data.recordVersion ?? null,
+    triggered_by: {
+      event_ids: triggers?.eventIds ?? [],
+      count: triggers?.count ?? 0,
+      first_update_at: triggers?.firstAt ?? null,
+      last_update_at: triggers?.lastAt ?? null,
+    },
+    remote_job_id: data.remoteJobId ?? null,
+    status: details.outcome,
+    concordance: details.concordance ?? null,
+    error: details.failure ?? null,
+  };
+}

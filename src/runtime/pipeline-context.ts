@@ -1,0 +1,88 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Config } from '../config/config-schema.ts';
+import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
+import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { Crosswalk } from '../identity/crosswalk.ts';
+import type { Logger } from '../observability/logger.ts';
+import { QueryScheduler } from '../queries/query-scheduler.ts';
+import { QueryState } from '../queries/query-state.ts';
+import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
+import { RecordStore } from '../records/record-store.ts';
+import { StartupError } from './startup-error.ts';
+
+/** The domain pieces every process builds from its configuration and one Redis connection. */
+export interface PipelineContext {
+  config: Config;
+  logger: Logger;
+  redis: Redis;
+  prefix: string;
+  keys: CrosswalkKeys;
+  crosswalk: Crosswalk;
+  records: RecordStore;
+  state: QueryState;
+  metrics: Registry;
+}
+
+export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
+  const secret = config.identity.crosswalk_key;
+  if (secret === undefined) {
+    throw new StartupError(
+      'CROSSWALK_KEY is not set: it encrypts the patient id crosswalk and the stored records. ' +
+        'Generate one with `openssl rand -base64 32` and keep it safe: without it the crosswalk cannot be read.',
+    );
+  }
+  return deriveCrosswalkKeys(secret);
+}
+
+export function pipelineContext(config: Config, logger: Logger, redis: Redis): PipelineContext {
+  const keys = crosswalkKeysFrom(config);
+  const prefix = config.redis.prefix;
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  return {
+    config,
+    logger,
+    redis,
+    prefix,
+    keys,
+    crosswalk: new Crosswalk({ redis, prefix, keys }),
+    records: new RecordStore({ redis, prefix, keys }),
+    state: new QueryState({ redis, prefix }),
+    metrics,
+  };
+}
+
+/** The query queue as producers see it: submission retries and retention are set per job. */
+export function queriesQueue(context: PipelineContext, connection: Redis): Queue {
+  const { queries } = context.config;
+  return new Queue(CONCORDANCE_QUERIES, {
+    connection,
+    prefix: context.prefix,
+    defaultJobOptions: {
+      attempts: queries.submit_attempts,
+      backoff: { type: 'exponential', delay: queries.submit_backoff_ms, jitter: 0.2 },
+      removeOnComplete: { count: 1_000, age: 3_600 },
+      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+    },
+  });
+}
+
+export function queryScheduler(context: PipelineContext, queue: Queue): QueryScheduler {
+  return new QueryScheduler({
+    state: context.state,
+    queue,
+    debounceMs: context.config.queries.debounce_ms,
+  });
+}
+
+export function outboundChannel(context: PipelineContext, connection: Redis): OutboundQueueChannel {
+  const outbound = context.config.delivery.outbound_queue;
+  return new OutboundQueueChannel({
+    connection,
+    prefix: context.prefix,
+    name: outbound.name,
+    retention: outbound.retention,
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * Names for the graph's non-condition concepts, by service category. Condition concepts are
+ * named after the real CCSR categories instead. Generic clinical terms only; the CUIs that go
+ * with them are synthetic.
+ */
+export const CONCEPT_VOCABULARY: Readonly<Record<string, readonly string[]>> = {
+  Intervention: [
+    'Aerobic exercise program',
+    'Resistance training',
+    'Dietary sodium reduction',
+    'Mediterranean-style diet',
+    'Smoking cessation counselling',
+    'Alcohol reduction counselling',
+    'Weight management program',
+    'Sleep hygiene education',
+    'Statin therapy',
+    'Antihypertensive therapy',
+    'Metformin therapy',
+    'Influenza vaccination',
+    'Cognitive behavioural therapy',
+    'Physical therapy',
+    'Structured education program',
+  ],
+  Biomarker: [
+    'Serum LDL cholesterol',
+    'Serum HDL cholesterol',
+    'Hemoglobin A1c',
+    'Fasting plasma glucose',
+    'Systolic blood pressure',
+    'Diastolic blood pressure',
+    'Body mass index',
+    'C-reactive protein',
+    'Estimated glomerular filtration rate',
+    'Serum triglycerides',
+    'Resting heart rate',
+    'Waist circumference',
+  ],
+  'Risk factor': [
+    'Tobacco use',
+    'Physical inactivity',
+    'Short sleep duration',
+    'Heavy alcohol use',
+    'Abdominal adiposity',
+    'Family history of cardiovascular disease',
+    'Chronic psychosocial stress',
+    'Sedentary behaviour',
+    'Low fruit and vegetable intake',
+    'Air pollution exposure',
+  ],
+  Outcome: [
+    'All-cause mortality',
+    'Hospital admission',
+    'Quality of life',
+    'Cardiovascular events',
+    'Functional decline',
+    'Emergency department visit',
+    'Disease progression',
+    'Symptom remission',
+  ],
+};

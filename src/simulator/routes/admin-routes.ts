@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import { FaultProfileSchema } from '../fault-profile.ts';
+import { sendValidationError } from '../error-replies.ts';
+import { requireJson } from '../hooks/require-json.ts';
+import type { SimulatorState } from '../simulator-state.ts';
+
+/**
+ * `/_admin/*` (header `x-admin-key`): the request log, the fault profile, and counters that show
+ * what the simulator holds in memory.
+ */
+export function registerAdminRoutes(app: FastifyInstance, state: SimulatorState): void {
+  const { requestLog, faults } = state;
+
+  app.get('/_admin/requests', async () => requestLog.entries());
+  app.delete('/_admin/requests', async (_request, reply) => {
+    requestLog.clear();
+    return reply.code(204).send();
+  });
+
+  app.get('/_admin/faults', async () => faults.profile);
+  app.post('/_admin/faults', { onRequest: requireJson }, async (request, reply) => {
+    const parsed = FaultProfileSchema.safeParse(request.body);
+    if (!parsed.success) return sendValidationError(reply, 'body', parsed.error.issues);
+    faults.replace(parsed.data);
+    return parsed.data;
+  });
+  app.delete('/_admin/faults', async (_request, reply) => {
+    faults.clear();
+    return reply.code(204).send();
+  });
+
+  app.get('/_admin/stats', async () => ({
+    jobs: state.jobs.size,
+    registered_patients: state.patients.size,
+    relationships: state.graph.relationships.length,
+    logged_requests: requestLog.size,
+  }));
+}

@@ -1,0 +1,72 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { AUTH, JSON_AUTH, startHarness, type Harness } from './support/ingest-harness.ts';
+import { samplePatient } from './support/sample-update.ts';
+
+let h: Harness;
+afterEach(() => h.close());
+
+/** Nothing listens on port 1: every connection attempt is refused. */
+const CLOSED_PORT = 'redis://127.0.0.1:1';
+
+function expect503(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
+  expect(res.statusCode).toBe(503);
+  expect(res.headers['retry-after']).toBe('5');
+  expect(res.json()).toEqual({ detail: expect.any(String) });
+}
+
+const update = (body: Record<string, unknown>) =>
+  h.app.inject({ method: 'POST', url: '/v1/record-updates', headers: JSON_AUTH, payload: body });
+
+describe('Redis unreachable', () => {
+  it('answers 503 with Retry-After on every route that needs Redis, and /readyz 503', async () => {
+    h = await startHarness({ redisUrl: CLOSED_PORT });
+    expect503(
+      await update({ patient_id: 'MRN-1', event_id: 'e-1', assembled_patient: samplePatient }),
+    );
+    expect503(
+      await update({ patient_id: 'MRN-1', source: 'mirth', assembled_patient: samplePatient }),
+    );
+    for (const method of ['PUT', 'DELETE'] as const) {
+      expect503(
+        await h.app.inject({ method, url: '/v1/patients/MRN-1/presets/END002', headers: AUTH }),
+      );
+    }
+    expect503(
+      await h.app.inject({ method: 'GET', url: '/v1/patients/MRN-1/presets', headers: AUTH }),
+    );
+    expect503(await h.app.inject({ method: 'GET', url: '/readyz' }));
+    // Liveness does not depend on Redis: restarting the process would not bring it back.
+    expect((await h.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    const metrics = await h.registry.getSingleMetricAsString('cw_ingest_events_total');
+    expect(metrics).toContain('cw_ingest_events_total{source="mirth",outcome="unavailable"} 1');
+    expect(metrics).toContain('cw_ingest_events_total{source="none",outcome="unavailable"} 1');
+    // Validation needs no Redis: a bad body is still a 422, not a 503.
+    expect((await update({ patient_id: '' })).statusCode).toBe(422);
+  });
+
+  it('answers 503 once a working connection is lost', async () => {
+    h = await startHarness();
+    expect(
+      (await update({ patient_id: 'MRN-2', assembled_patient: samplePatient })).statusCode,
+    ).toBe(202);
+    h.redis.disconnect();
+    expect503(await update({ patient_id: 'MRN-2', assembled_patient: samplePatient }));
+    expect503(await h.app.inject({ method: 'GET', url: '/readyz' }));
+  });
+
+  it('answers 503 when the queue cannot be reached, and does not remember the event id', async () => {
+    h = await startHarness({ rules: [{ ccsr_category: 'CIR007' }] });
+    const body = { patient_id: 'MRN-3', event_id: 'evt-retry', assembled_patient: samplePatient };
+    h.queueConnection.disconnect();
+    expect503(await update(body));
+    expect(await h.inspect.keys(`${h.prefix}:idem:*`)).toEqual([]);
+
+    // The sender's retry, once Redis is back, is carried out, not answered as a duplicate.
+    await h.queueConnection.connect();
+    const retry = await update(body);
+    expect(retry.statusCode).toBe(202);
+    expect(retry.json().queries).toHaveLength(1);
+    expect(await h.queue.getJob(retry.json().queries[0].job_id)).toBeDefined();
+    expect((await update(body)).json()).toEqual({ duplicate: true, event_id: 'evt-retry' });
+  });
+});

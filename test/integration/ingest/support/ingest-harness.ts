@@ -1,0 +1,190 @@
+import { once } from 'node:events';
+import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import type { Config, PresetRule } from '../../../../src/config/config-schema.ts';
+import { loadConfig } from '../../../../src/config/load-config.ts';
+import {
+  deriveCrosswalkKeys,
+  generateCrosswalkSecret,
+} from '../../../../src/identity/crosswalk-keys.ts';
+import { Crosswalk } from '../../../../src/identity/crosswalk.ts';
+import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
+import { createLogger } from '../../../../src/observability/logger.ts';
+import { PresetStore } from '../../../../src/presets/preset-store.ts';
+import { QueryScheduler } from '../../../../src/queries/query-scheduler.ts';
+import { QueryState } from '../../../../src/queries/query-state.ts';
+import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
+import { requestConnection } from '../../../../src/queues/redis-connections.ts';
+import { RecordStore } from '../../../../src/records/record-store.ts';
+import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+
+export const TOKEN = 'ingest-test-token-0123456789';
+export const OTHER_TOKEN = 'ingest-other-token-0123456789';
+export const AUTH = { authorization: `Bearer ${TOKEN}` };
+export const JSON_AUTH = { ...AUTH, 'content-type': 'application/json' };
+
+export interface HarnessOptions {
+  rules?: PresetRule[];
+  /** `INGEST_TOKENS`; `[]` for none. @defaultValue [TOKEN, OTHER_TOKEN] */
+  tokens?: string[];
+  bodyLimitBytes?: number;
+  /** Let the app build its default registry (default process metrics) instead of passing one. */
+  defaultRegistry?: boolean;
+  /** Where the app's and the queue's request connections point. @defaultValue the test Redis */
+  redisUrl?: string;
+}
+
+export interface Harness {
+  app: FastifyInstance;
+  config: Config;
+  prefix: string;
+  /** The test's own connection, for inspecting Redis (not used by the app). */
+  inspect: Redis;
+  /** The app's request connection. */
+  redis: Redis;
+  queue: Queue;
+  queueConnection: Redis;
+  crosswalk: Crosswalk;
+  records: RecordStore;
+  presets: PresetStore;
+  registry: Registry;
+  /** Keys under the prefix that did not exist when the app was built (BullMQ writes some). */
+  newKeys(): Promise<string[]>;
+  /** Every log line the app wrote. */
+  logLines: string[];
+  close(): Promise<void>;
+}
+
+/** For errors a test provokes on purpose (a down Redis). */
+const ignore = (): void => undefined;
+
+/** Collects pino's output line by line, as the lines a log shipper would see. */
+function lineCollector(lines: string[]): Writable {
+  return new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line !== ''),
+      );
+      done();
+    },
+  });
+}
+
+/**
+ * The ingest app wired as the runtime wires it, on real Redis under the test's own prefix: real
+ * crosswalk, record store, presets, query state and BullMQ queue.
+ */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const env = await isolatedRedis();
+  const tokens = options.tokens ?? [TOKEN, OTHER_TOKEN];
+  const loaded = loadConfig({
+    env: { INGEST_TOKENS: tokens.join(','), REDIS_PREFIX: env.prefix, LOG_LEVEL: 'trace' },
+  });
+  const config: Config = {
+    ...loaded,
+    ingest: {
+      ...loaded.ingest,
+      ...(options.bodyLimitBytes === undefined ? {} : { body_limit_bytes: options.bodyLimitBytes }),
+    },
+    presets: { rules: options.rules ?? [] },
+  };
+  const url = options.redisUrl ?? testRedisUrl();
+  const redis = requestConnection(url, 'ingest-test');
+  const queueConnection = requestConnection(url, 'ingest-test-queue');
+  // A down Redis is part of some tests: its connection errors are expected, not to be printed.
+  redis.on('error', ignore);
+  queueConnection.on('error', ignore);
+
+  if (options.redisUrl === undefined) {
+    // Request connections queue nothing while connecting: a request sent before they are ready is
+    // answered 503, as it should be, so the tests wait as the runtime does before serving.
+    await Promise.all(
+      [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
+    );
+  }
+
+  const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
+  const prefix = config.redis.prefix;
+  const crosswalk = new Crosswalk({ redis, prefix, keys });
+  const records = new RecordStore({ redis, prefix, keys });
+  const presets = new PresetStore({ redis, prefix });
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection: queueConnection, prefix });
+  queue.on('error', ignore);
+  if (options.redisUrl === undefined) await queue.waitUntilReady();
+  const scheduler = new QueryScheduler({
+    state: new QueryState({ redis, prefix }),
+    queue,
+    debounceMs: config.queries.debounce_ms,
+  });
+  const registry = new Registry();
+  const logLines: string[] = [];
+  const logger = createLogger({
+    name: 'ingest',
+    level: 'trace',
+    destination: lineCollector(logLines),
+  });
+
+  const app = await buildIngestApp({
+    config,
+    redis,
+    crosswalk,
+    records,
+    presets,
+    scheduler,
+    logger,
+    ...(options.defaultRegistry === true ? {} : { metrics: { registry } }),
+  });
+  await app.ready();
+  const baseline = new Set(await env.redis.keys(`${prefix}*`));
+
+  return {
+    app,
+    config,
+    prefix,
+    inspect: env.redis,
+    redis,
+    queue,
+    queueConnection,
+    crosswalk,
+    records,
+    presets,
+    registry,
+    logLines,
+    async newKeys() {
+      return (await env.redis.keys(`${prefix}*`)).filter((key) => !baseline.has(key));
+    },
+    async close() {
+      await app.close();
+      // The queue shares nothing with other tests: its keys live under the isolated prefix, which
+      // cleanup() removes. Disconnecting first lets close() return even when Redis never answered.
+      queueConnection.disconnect();
+      redis.disconnect();
+      await queue.close().catch(ignore);
+      await env.cleanup();
+    },
+  };
+}
+
+/** Every key under the prefix with its whole content, whatever the type, as text. */
+export async function dumpRedis(redis: Redis, prefix: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const key of await redis.keys(`${prefix}*`)) {
+    const type = await redis.type(key);
+    let content: unknown;
+    if (type === 'string') content = await redis.get(key);
+    else if (type === 'hash') content = await redis.hgetall(key);
+    else if (type === 'list') content = await redis.lrange(key, 0, -1);
+    else if (type === 'set') content = await redis.smembers(key);
+    else if (type === 'zset') content = await redis.zrange(key, '0', '-1');
+    else if (type === 'stream') content = await redis.xrange(key, '-', '+');
+    else throw new Error(`dumpRedis: unexpected type ${type} of ${key}`);
+    out.set(key, JSON.stringify(content));
+  }
+  return out;
+}

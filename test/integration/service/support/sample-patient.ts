@@ -1,0 +1,23 @@
+import type { AssembledPatient } from '../../../../src/interface/assembled-patient.ts';
+
+/** A small, valid assembled record (made up; no real patient). */
+export const samplePatient: AssembledPatient = {
+  nodes: [
+    {
+      id: 'n1',
+      node_type: 'condition',
+      notable: true,
+      coding: [{ system: 'http://snomed.info/sct', code: '44054006', display: 'Diabetes type 2' }],
+    },
+    {
+      id: 'n2',
+      node_type: 'observation',
+      notable: false,
+      coding: [{ system: 'http://loinc.org', code: '4548-4', display: 'HbA1c' }],
+    },
+  ],
+  relationships: [{ source_id: 'n2', target_id: 'n1' }],
+  demographics: { age: 57, gender: 'female' },
+};
+
+export const SAMPLE_CATEGORY = 'END002';

@@ -1,0 +1,284 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { initConcordanceQueries, type QueryJobResult } from '../../workers/concordance-queries.ts';
+import type { Config } from '../../src/config/config-schema.ts';
+import { loadConfig } from '../../src/config/load-config.ts';
+import { serviceClientOptions } from '../../src/config/service-client-options.ts';
+import type { OutboundQueueChannel } from '../../src/delivery/outbound-queue-channel.ts';
+import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
+import { Crosswalk } from '../../src/identity/crosswalk.ts';
+import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
+import type { QueryJobData } from '../../src/queries/query-job.ts';
+import { QueryScheduler } from '../../src/queries/query-scheduler.ts';
+import { QueryState } from '../../src/queries/query-state.ts';
+import {
+  outboundChannel,
+  queriesQueue,
+  type PipelineContext,
+} from '../../src/runtime/pipeline-context.ts';
+import { workerConnection } from '../../src/queues/redis-connections.ts';
+import { RecordStore } from '../../src/records/record-store.ts';
+import { createServiceClient } from '../../src/service/create-service-client.ts';
+import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
+import { captureLogs, type LogCapture } from './log-capture.ts';
+import { isolatedRedis, testRedisUrl } from './redis.ts';
+
+export const API_KEY = 'pipeline-test-key';
+
+/** Fast settings: a short debounce and quick polls, so tests run in seconds. */
+export function testConfig(overrides: { queries?: Partial<Config['queries']> } = {}): Config {
+  const config = loadConfig({ env: { SERVICE_API_KEY: API_KEY } });
+  return {
+    ...config,
+    queries: {
+      ...config.queries,
+      debounce_ms: 300,
+      poll: { first_delay_ms: 50, factor: 2, max_delay_ms: 200, jitter: 0.2, deadline_ms: 60_000 },
+      submit_backoff_ms: 50,
+      auth_pause_ms: 100,
+      ...overrides.queries,
+    },
+  };
+}
+
+export interface RequestLogEntry {
+  method: string;
+  path: string;
+  status: number;
+  headers: Record<string, unknown>;
+  body: unknown;
+}
+
+export const sampleRecord = (
+  marker: string,
+  extra: Partial<AssembledPatient> = {},
+): AssembledPatient => ({
+  nodes: [
+    {
+      id: 'c1',
+      node_type: 'condition',
+      notable: true,
+      fhir_id: 'Condition/fhir-c1',
+      service_preferred_name: 'Type 2 diabetes mellitus',
+      coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9' }],
+      metadata: { marker },
+    },
+    {
+      id: 'o1',
+      node_type: 'observation',
+      notable: true,
+      coding: [{ system: 'http://loinc.org', code: '4548-4', display: 'Hemoglobin A1c' }],
+      metadata: { value: 8.1, unit: '%' },
+    },
+  ],
+  relationships: [{ source_id: 'o1', target_id: 'c1' }],
+  demographics: { age: 58, gender: 'female', race: 'unknown' },
+  ...extra,
+});
+
+/**
+ * The real pieces of the query pipeline wired together on an isolated Redis prefix, against a
+ * real local Clinical Graph Service: the scheduler, the worker and the outbound queue.
+ */
+export class PipelineHarness {
+  readonly outcomes: { result: QueryJobResult; data: QueryJobData }[] = [];
+  readonly #waiters: { count: number; resolve: () => void }[] = [];
+  #closers: (() => Promise<unknown>)[] = [];
+
+  readonly config: Config;
+  readonly simulator: RunningSimulator;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly crosswalk: Crosswalk;
+  readonly records: RecordStore;
+  readonly state: QueryState;
+  readonly scheduler: QueryScheduler;
+  readonly queue: Queue;
+  readonly outbound: OutboundQueueChannel;
+  readonly logs: LogCapture;
+  /** The CROSSWALK_KEY shared with worker processes started by the test. */
+  readonly secret: string;
+
+  private constructor(parts: {
+    secret: string;
+    config: Config;
+    simulator: RunningSimulator;
+    redis: Redis;
+    prefix: string;
+    crosswalk: Crosswalk;
+    records: RecordStore;
+    state: QueryState;
+    scheduler: QueryScheduler;
+    queue: Queue;
+    outbound: OutboundQueueChannel;
+    logs: LogCapture;
+  }) {
+    this.config = parts.config;
+    this.simulator = parts.simulator;
+    this.redis = parts.redis;
+    this.prefix = parts.prefix;
+    this.crosswalk = parts.crosswalk;
+    this.records = parts.records;
+    this.state = parts.state;
+    this.scheduler = parts.scheduler;
+    this.queue = parts.queue;
+    this.outbound = parts.outbound;
+    this.logs = parts.logs;
+    this.secret = parts.secret;
+  }
+
+  /** The environment a `concordance-worker work` process needs to join this pipeline. */
+  processEnv(): Record<string, string> {
+    return {
+      REDIS_URL: testRedisUrl(),
+      REDIS_PREFIX: this.prefix,
+      SERVICE_BASE_URL: this.simulator.url,
+      SERVICE_API_KEY: API_KEY,
+      CROSSWALK_KEY: this.secret,
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'debug',
+    };
+  }
+
+  static async start(
+    options: { config?: Config; faults?: FaultProfile; latencyMs?: [number, number] } = {},
+  ): Promise<PipelineHarness> {
+    const config = options.config ?? testConfig();
+    const [minMs, maxMs] = options.latencyMs ?? [100, 300];
+    const simulator = await startSimulator({
+      port: 0,
+      apiKeys: [API_KEY],
+      latency: { minMs, maxMs },
+      faults: options.faults,
+      relationshipCount: 50,
+    });
+    const isolated = await isolatedRedis();
+    const secret = generateCrosswalkSecret();
+    const keys = deriveCrosswalkKeys(secret);
+    const { redis, prefix } = isolated;
+    const state = new QueryState({ redis, prefix });
+    const context = { config, prefix } as PipelineContext;
+    const queue = queriesQueue(context, redis);
+    const outbound = outboundChannel(context, redis);
+    const harness = new PipelineHarness({
+      config,
+      simulator,
+      redis,
+      prefix,
+      crosswalk: new Crosswalk({ redis, prefix, keys }),
+      records: new RecordStore({ redis, prefix, keys }),
+      state,
+      scheduler: new QueryScheduler({ state, queue, debounceMs: config.queries.debounce_ms }),
+      queue,
+      outbound,
+      logs: captureLogs(),
+      secret,
+    });
+    harness.#closers.push(
+      () => simulator.close(),
+      () => queue.close(),
+      () => outbound.close(),
+      () => isolated.cleanup(),
+    );
+    return harness;
+  }
+
+  /** Starts a worker (a fresh connection, as a separate worker process would have). */
+  async startWorker(apiKey = API_KEY): Promise<{ close(): Promise<void> }> {
+    const connection = workerConnection(testRedisUrl(), 'test-worker');
+    const client = createServiceClient(
+      serviceClientOptions(
+        {
+          ...this.config,
+          service: { ...this.config.service, base_url: this.simulator.url, api_key: apiKey },
+        },
+        { logger: this.logs.logger },
+      ),
+    );
+    const { worker, queue } = await initConcordanceQueries({
+      connection,
+      prefix: this.prefix,
+      config: this.config,
+      client,
+      state: this.state,
+      records: this.records,
+      crosswalk: this.crosswalk,
+      sink: this.outbound,
+      logger: this.logs.logger,
+      onOutcome: (result, data) => {
+        this.outcomes.push({ result, data });
+        for (const waiter of this.#waiters.splice(0)) {
+          if (this.outcomes.length >= waiter.count) waiter.resolve();
+          else this.#waiters.push(waiter);
+        }
+      },
+    });
+    const close = async () => {
+      await worker.close();
+      await queue.close();
+      connection.disconnect();
+    };
+    this.#closers.unshift(close);
+    return { close };
+  }
+
+  /** Stores a record and schedules its queries, as ingest does. */
+  async update(
+    localId: string,
+    categories: string[],
+    record: AssembledPatient,
+    eventId: string,
+  ): Promise<{ patientServiceId: string; version: number; jobs: string[] }> {
+    const { patientServiceId } = await this.crosswalk.resolve(localId);
+    const version = await this.records.put(patientServiceId, record);
+    const at = new Date().toISOString();
+    const jobs = [];
+    for (const category of categories) {
+      jobs.push(
+        (await this.scheduler.schedule(patientServiceId, category, { eventId, at })).job_id,
+      );
+    }
+    return { patientServiceId, version, jobs };
+  }
+
+  /** Resolves once `count` queries have ended (in any outcome). */
+  untilOutcomes(count: number): Promise<void> {
+    if (this.outcomes.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.#waiters.push({ count, resolve }));
+  }
+
+  async requests(): Promise<RequestLogEntry[]> {
+    const response = await fetch(`${this.simulator.url}/_admin/requests`, {
+      headers: { 'x-admin-key': API_KEY },
+    });
+    return (await response.json()) as RequestLogEntry[];
+  }
+
+  async submissions(): Promise<RequestLogEntry[]> {
+    return (await this.requests()).filter(
+      (r) => r.method === 'POST' && r.path === '/v1/concordance',
+    );
+  }
+
+  async setFaults(faults: FaultProfile): Promise<void> {
+    const response = await fetch(`${this.simulator.url}/_admin/faults`, {
+      method: 'POST',
+      headers: { 'x-admin-key': API_KEY, 'content-type': 'application/json' },
+      body: JSON.stringify(faults),
+    });
+    if (!response.ok)
+      throw new Error(`faults refused: ${response.status} ${await response.text()}`);
+  }
+
+  /** The events in the outbound queue, oldest first. */
+  async delivered(): Promise<ResultEvent[]> {
+    const jobs = await this.outbound.queue.getJobs(['wait', 'completed', 'active', 'delayed']);
+    return jobs.map((job) => job.data).sort((a, b) => a.created_at.localeCompare(b.created_at));
+  }
+
+  async close(): Promise<void> {
+    for (const close of this.#closers.splice(0)) await close();
+  }
+}

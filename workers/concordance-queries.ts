@@ -1,0 +1,334 @@
+import { DelayedError, Queue, RateLimitError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Config } from '../src/config/config-schema.ts';
+import type { ResultEvent } from '../src/delivery/result-event.ts';
+import type { Crosswalk } from '../src/identity/crosswalk.ts';
+import { pollDelayMs, type PollScheduleOptions } from '../src/queries/poll-schedule.ts';
+import { QueryJobDataSchema, type QueryJobData } from '../src/queries/query-job.ts';
+import { resultEvent, type OutcomeDetails } from '../src/queries/query-outcome.ts';
+import type { QueryState } from '../src/queries/query-state.ts';
+import { AuthPause } from '../src/queues/auth-pause.ts';
+import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
+import { IdentifierLeakError, prepareForService } from '../src/records/prepare-for-service.ts';
+import type { RecordStore } from '../src/records/record-store.ts';
+import type { ServiceClient } from '../src/service/create-service-client.ts';
+import { ServiceAuthError } from '../src/service/errors/service-auth-error.ts';
+import { ServiceError } from '../src/service/errors/service-error.ts';
+import { ServiceNotFoundError } from '../src/service/errors/service-not-found-error.ts';
+import { ServiceRateLimitedError } from '../src/service/errors/service-rate-limited-error.ts';
+import { ServiceValidationError } from '../src/service/errors/service-validation-error.ts';
+
+/** Where finished queries go (the outbound queue, later the webhook). */
+export interface ResultSink {
+  deliver(event: ResultEvent): Promise<void>;
+}
+
+/** How a query job ended, as its BullMQ return value and for metrics. */
+export type QueryJobResult =
+  | { outcome: ResultEvent['status'] | 'superseded'; eventId: string | null }
+  | { outcome: 'stale'; eventId: null };
+
+export interface ConcordanceQueriesDeps {
+  /** A worker connection (`maxRetriesPerRequest: null`). */
+  connection: Redis;
+  prefix: string;
+  config: Config;
+  client: ServiceClient;
+  state: QueryState;
+  records: RecordStore;
+  crosswalk: Crosswalk;
+  sink: ResultSink;
+  logger: Logger;
+  /** Called when a query ends (metrics). */
+  onOutcome?: (result: QueryJobResult, data: QueryJobData) => void;
+  /** @defaultValue true */
+  autorun?: boolean;
+  /** @defaultValue `Date.now` */
+  now?: () => number;
+}
+
+/** A 429 without Retry-After holds the queue this long. */
+const DEFAULT_RATE_LIMIT_MS = 5_000;
+
+/** Waits for the remote job without holding a worker slot. */
+async function waitUntil(job: Job, token: string | undefined, at: number): Promise<never> {
+  await job.moveToDelayed(at, token);
+  throw new DelayedError();
+}
+
+function pollOptions(config: Config): PollScheduleOptions {
+  const poll = config.queries.poll;
+  return {
+    firstDelayMs: poll.first_delay_ms,
+    factor: poll.factor,
+    maxDelayMs: poll.max_delay_ms,
+    jitter: poll.jitter,
+    deadlineMs: poll.deadline_ms,
+  };
+}
+
+/**
+ * The queue of concordance queries and its worker. A job is one logical query of one
+ * (patient_service_id, ccsr_category) and walks: scheduled (debounce) -> submitting -> polling,
+ * persisting each step in its data so that a job picked up again after a crash resumes there.
+ */
+export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Promise<{
+  name: string;
+  queue: Queue;
+  worker: Worker;
+}> {
+  const { config, client, state, records, crosswalk, sink, prefix, connection } = deps;
+  const now = deps.now ?? Date.now;
+  const schedule = pollOptions(config);
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection, prefix });
+  const authPause = new AuthPause(queue, connection, prefix);
+
+  const logFor = (job: Job, data: QueryJobData) =>
+    deps.logger.child({
+      query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
+      job_id: job.id,
+      remote_job_id: data.remoteJobId,
+      record_version: data.recordVersion,
+      attempts: job.attemptsStarted,
+    });
+
+  async function finish(job: Job, data: QueryJobData, details: Omit<OutcomeDetails, 'patientId'>) {
+    const event = resultEvent(data, {
+      ...details,
+      patientId: (await crosswalk.localIdOf(data.patientServiceId)) ?? null,
+      now: new Date(now()),
+    });
+    await sink.deliver(event);
+    await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
+    logFor(job, data).info(
+      {
+        outcome: details.outcome,
+        error_code: details.failure?.code,
+        exec_ms: now() - job.timestamp,
+      },
+      'query finished',
+    );
+    const result: QueryJobResult = { outcome: details.outcome, eventId: event.id };
+    deps.onOutcome?.(result, data);
+    return result;
+  }
+
+  async function superseded(job: Job, data: QueryJobData): Promise<QueryJobResult> {
+    if (config.queries.deliver_superseded && data.remoteJobId !== undefined) {
+      return finish(job, data, {
+        outcome: 'failed',
+        failure: { code: 'ERR_SUPERSEDED', message: 'a newer query of this key was submitted' },
+      });
+    }
+    await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
+    logFor(job, data).info({ outcome: 'superseded' }, 'query superseded by a newer one');
+    const result: QueryJobResult = { outcome: 'superseded', eventId: null };
+    deps.onOutcome?.(result, data);
+    return result;
+  }
+
+  /** Errors that hold the whole queue rather than this job; anything else is rethrown. */
+  async function holdQueue(job: Job, data: QueryJobData, token: string | undefined, err: unknown) {
+    if (err instanceof ServiceRateLimitedError) {
+      const ms = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_MS;
+      logFor(job, data).warn({ retry_after_ms: ms }, 'service rate limit: holding the queue');
+      await queue.rateLimit(ms);
+      throw new RateLimitError();
+    }
+    if (err instanceof ServiceAuthError) {
+      if (await authPause.pause(err.code)) {
+        logFor(job, data).error(
+          { status: err.status },
+          'the service refused the API key: queue paused until a worker starts with a valid key',
+        );
+      }
+      return waitUntil(job, token, now() + config.queries.auth_pause_ms);
+    }
+    throw err;
+  }
+
+  async function submit(
+    job: Job,
+    data: QueryJobData,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<QueryJobResult> {
+    if (await state.isSuperseded(data.patientServiceId, data.ccsrCategory, data.seq)) {
+      return superseded(job, data);
+    }
+    const stored = await records.get(data.patientServiceId);
+    const localId = await crosswalk.localIdOf(data.patientServiceId);
+    if (stored === undefined || localId === undefined) {
+      return finish(job, data, {
+        outcome: 'rejected',
+        failure: { code: 'ERR_RECORD_MISSING', message: 'no record is stored for this patient' },
+      });
+    }
+    let remoteJobId: string;
+    try {
+      const payload = await prepareForService(stored.record, {
+        localId,
+        identifyingFields: config.privacy.identifying_fields,
+        opaqueFhirId: (fhirId) => crosswalk.opaqueFhirId(data.patientServiceId, fhirId),
+      });
+      ({ jobId: remoteJobId } = await client.concordance.submit(
+        { assembled_patient: payload, ccsr_category: data.ccsrCategory },
+        { signal },
+      ));
+    } catch (err) {
+      const withVersion = { ...data, recordVersion: stored.version };
+      if (err instanceof IdentifierLeakError || err instanceof ServiceValidationError) {
+        return finish(job, withVersion, {
+          outcome: 'rejected',
+          failure: {
+            code: err.code,
+            message: err.message,
+            ...(err instanceof ServiceValidationError ? { items: err.items } : {}),
+          },
+        });
+      }
+      const attempts = job.opts.attempts ?? 1;
+      if (err instanceof ServiceError && err.transient && job.attemptsMade + 1 >= attempts) {
+        return finish(job, withVersion, {
+          outcome: 'failed',
+          failure: { code: err.code, message: `${err.message} (after ${attempts} attempts)` },
+        });
+      }
+      return holdQueue(job, data, token, err);
+    }
+    // The remote job id is persisted before anything else: from here on the query is never
+    // submitted again, whatever happens to this process.
+    const submittedAt = now();
+    const polling: QueryJobData = {
+      ...data,
+      step: 'polling',
+      remoteJobId,
+      recordVersion: stored.version,
+      submittedAt,
+      polls: 0,
+      nextPollAt: submittedAt + pollDelayMs(0, schedule),
+    };
+    await job.updateData(polling);
+    await state.markSubmitted(data.patientServiceId, data.ccsrCategory, data.seq);
+    logFor(job, polling).info({ queued_ms: submittedAt - job.timestamp }, 'query submitted');
+    return waitUntil(job, token, polling.nextPollAt ?? submittedAt);
+  }
+
+  async function poll(
+    job: Job,
+    data: QueryJobData,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<QueryJobResult> {
+    if (await state.isSuperseded(data.patientServiceId, data.ccsrCategory, data.seq)) {
+      return superseded(job, data);
+    }
+    const remoteJobId = data.remoteJobId ?? '';
+    const deadline = (data.submittedAt ?? now()) + schedule.deadlineMs;
+    const next = async (): Promise<QueryJobResult> => {
+      if (now() >= deadline) {
+        return finish(job, data, {
+          outcome: 'timed_out',
+          failure: { code: 'ERR_QUERY_TIMED_OUT', message: 'the remote job did not end in time' },
+        });
+      }
+      const polls = data.polls + 1;
+      const nextPollAt = Math.min(deadline, now() + pollDelayMs(polls, schedule));
+      await job.updateData({ ...data, polls, nextPollAt });
+      return waitUntil(job, token, nextPollAt);
+    };
+
+    let answer: Awaited<ReturnType<ServiceClient['concordance']['get']>> | 'lost';
+    try {
+      answer = await client.concordance.get(remoteJobId, { signal });
+    } catch (err) {
+      if (err instanceof ServiceNotFoundError) answer = 'lost';
+      else if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
+        return holdQueue(job, data, token, err);
+      } else if (err instanceof ServiceError) {
+        logFor(job, data).warn({ error_code: err.code }, 'poll failed; polling again later');
+        return next();
+      } else throw err;
+    }
+    const state_ = answer === 'lost' ? 'lost' : answer.state;
+    if (state_ === 'pending') return next();
+    if (state_ === 'success' && answer !== 'lost') {
+      return finish(job, data, { outcome: 'completed', concordance: answer.concordance });
+    }
+    if (state_ === 'failure' && answer !== 'lost') {
+      return finish(job, data, {
+        outcome: 'failed',
+        concordance: answer.concordance,
+        failure: {
+          code: 'ERR_REMOTE_JOB_FAILED',
+          message: `the remote job ended ${answer.status}`,
+        },
+      });
+    }
+    if (data.resubmits < config.queries.resubmit_lost) {
+      logFor(job, data).warn(
+        { resubmits: data.resubmits + 1 },
+        'remote job lost; submitting again',
+      );
+      const again: QueryJobData = {
+        ...data,
+        step: 'submitting',
+        remoteJobId: undefined,
+        resubmits: data.resubmits + 1,
+      };
+      await job.updateData(again);
+      return submit(job, again, token, signal);
+    }
+    return finish(job, data, {
+      outcome: 'lost',
+      failure: { code: 'ERR_REMOTE_JOB_LOST', message: 'the service no longer knows the job' },
+    });
+  }
+
+  // A worker starts with the key it was given: if the queue was paused because the service
+  // refused a key, this one deserves a try.
+  if (await authPause.resumeIfPaused()) {
+    deps.logger.warn('resumed the query queue, paused earlier for a refused API key');
+  }
+
+  const worker = new Worker<QueryJobData, QueryJobResult>(
+    CONCORDANCE_QUERIES,
+    async (job, token, signal) => {
+      let data = QueryJobDataSchema.parse(job.data);
+      if (data.step === 'scheduled') {
+        const triggers = await state.claim(data.patientServiceId, data.ccsrCategory, data.seq);
+        if (triggers === undefined) {
+          logFor(job, data).debug('stale query job: another job of this key took its updates');
+          return { outcome: 'stale', eventId: null };
+        }
+        data = { ...data, step: 'submitting', triggers };
+        await job.updateData(data);
+      }
+      return data.step === 'submitting'
+        ? submit(job, data, token, signal)
+        : poll(job, data, token, signal);
+    },
+    {
+      connection,
+      prefix,
+      concurrency: config.queries.concurrency,
+      lockDuration: config.queries.lock_duration_ms,
+      // A killed worker's active jobs come back after one lock period, and a job may survive
+      // several crashes: it resumes from its persisted step, so stalling is never fatal.
+      stalledInterval: config.queries.lock_duration_ms,
+      maxStalledCount: 10,
+      // Needed for queue.rateLimit() to hold the queue; the numbers themselves never bind.
+      limiter: { max: 1_000_000, duration: 1_000 },
+      autorun: deps.autorun ?? true,
+    },
+  );
+  worker.on('failed', (job, err) => {
+    if (job)
+      logFor(job, job.data).error(
+        { err: { name: err.name, message: err.message } },
+        'query job failed',
+      );
+  });
+  return { name: CONCORDANCE_QUERIES, queue, worker };
+}
