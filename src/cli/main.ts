@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { registerConfigCommand } from './commands/config.ts';
+import { registerIngestCommands } from './commands/ingest.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
 import { registerSimulatorCommand } from './commands/simulator.ts';
 import { registerWorkCommand } from './commands/work.ts';
@@ -19,6 +20,7 @@ const program = new Command('concordance-worker')
 registerRelationshipsCommand(program);
 registerConfigCommand(program);
 registerSimulatorCommand(program);
+registerIngestCommands(program);
 registerWorkCommand(program);
 
 try {
@@ -27,7 +29,7 @@ try {
   if (err instanceof CommanderError) {
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
-    process.stderr.write(`concordance-worker: ${describeError(err)}\n`);
-    process.exitCode = 1;
+    // Exit at once: a start-up that failed half-way may hold connections open.
+    process.stderr.write(`concordance-worker: ${describeError(err)}\n`, () => process.exit(1));
   }
 }

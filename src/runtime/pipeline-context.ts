@@ -36,8 +36,14 @@ export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
   return deriveCrosswalkKeys(secret);
 }
 
-export function pipelineContext(config: Config, logger: Logger, redis: Redis): PipelineContext {
-  const keys = crosswalkKeysFrom(config);
+/** Builds the context; `keys` are derived first (see {@link crosswalkKeysFrom}) so that a missing
+ * key is reported before any connection is opened. */
+export function pipelineContext(
+  config: Config,
+  logger: Logger,
+  redis: Redis,
+  keys: CrosswalkKeys = crosswalkKeysFrom(config),
+): PipelineContext {
   const prefix = config.redis.prefix;
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });

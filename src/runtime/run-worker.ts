@@ -5,7 +5,7 @@ import { redisAnswers, workerConnection } from '../queues/redis-connections.ts';
 import { createServiceClient } from '../service/create-service-client.ts';
 import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
 import { buildHealthApp } from './health-app.ts';
-import { outboundChannel, pipelineContext } from './pipeline-context.ts';
+import { crosswalkKeysFrom, outboundChannel, pipelineContext } from './pipeline-context.ts';
 import { StartupError } from './startup-error.ts';
 import { WorkerRegistry } from './worker-registry.ts';
 
@@ -23,8 +23,9 @@ export async function runWorker(config: Config, logger: Logger): Promise<Running
   if (!config.delivery.outbound_queue.enabled) {
     throw new StartupError('no output channel is enabled: enable delivery.outbound_queue');
   }
+  const keys = crosswalkKeysFrom(config);
   const redis = workerConnection(config.redis.url, 'cw-work');
-  const context = pipelineContext(config, logger, redis);
+  const context = pipelineContext(config, logger, redis, keys);
   const client = createServiceClient(serviceClientOptions(config, { logger }));
   const outbound = outboundChannel(context, redis);
   const registry = new WorkerRegistry();

@@ -186,13 +186,16 @@ export class PipelineHarness {
   }
 
   /** Starts a worker (a fresh connection, as a separate worker process would have). */
-  async startWorker(apiKey = API_KEY): Promise<{ close(): Promise<void> }> {
+  async startWorker(
+    apiKey = API_KEY,
+    baseUrl = this.simulator.url,
+  ): Promise<{ close(): Promise<void> }> {
     const connection = workerConnection(testRedisUrl(), 'test-worker');
     const client = createServiceClient(
       serviceClientOptions(
         {
           ...this.config,
-          service: { ...this.config.service, base_url: this.simulator.url, api_key: apiKey },
+          service: { ...this.config.service, base_url: baseUrl, api_key: apiKey },
         },
         { logger: this.logs.logger },
       ),

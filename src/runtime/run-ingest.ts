@@ -1,0 +1,49 @@
+import type { Config } from '../config/config-schema.ts';
+import { buildIngestApp } from '../ingest/build-ingest-app.ts';
+import type { Logger } from '../observability/logger.ts';
+import { PresetStore } from '../presets/preset-store.ts';
+import { requestConnection } from '../queues/redis-connections.ts';
+import {
+  crosswalkKeysFrom,
+  pipelineContext,
+  queriesQueue,
+  queryScheduler,
+} from './pipeline-context.ts';
+import type { RunningProcess } from './run-worker.ts';
+import { StartupError } from './startup-error.ts';
+
+/** `concordance-worker ingest`: the HTTP API that accepts record updates and presets. */
+export async function runIngest(config: Config, logger: Logger): Promise<RunningProcess> {
+  if (config.ingest.tokens === undefined || config.ingest.tokens.length === 0) {
+    throw new StartupError(
+      'INGEST_TOKENS is not set: give the integration engine a bearer token (comma-separated for several)',
+    );
+  }
+  const keys = crosswalkKeysFrom(config);
+  const redis = requestConnection(config.redis.url, 'cw-ingest');
+  const context = pipelineContext(config, logger, redis, keys);
+  const queue = queriesQueue(context, redis);
+  // A request connection refuses commands until it is ready: serve only after that.
+  await queue.waitUntilReady();
+  const app = await buildIngestApp({
+    config,
+    redis,
+    crosswalk: context.crosswalk,
+    records: context.records,
+    presets: new PresetStore({ redis, prefix: context.prefix }),
+    scheduler: queryScheduler(context, queue),
+    logger,
+    metrics: { registry: context.metrics },
+  });
+  const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
+  logger.info({ url }, 'ingest listening');
+  return {
+    url,
+    async close() {
+      await app.close();
+      await queue.close();
+      await redis.quit();
+      logger.info('ingest stopped');
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
+import { CliProcess } from '../../support/cli-process.ts';
+import { testRedisUrl } from '../../support/redis.ts';
+
+function badConfig(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'cw-bad-')), 'config.yaml');
+  writeFileSync(
+    path,
+    [
+      'queries: { debounce_ms: -5, concurrency: 0 }',
+      'presets:',
+      '  rules:',
+      '    - ccsr_category: XXX000',
+      'ingest: { port: 70000 }',
+    ].join('\n'),
+  );
+  return path;
+}
+
+async function run(args: string[], env: Record<string, string> = {}) {
+  const cli = new CliProcess(args, { REDIS_URL: testRedisUrl(), ...env });
+  const code = await cli.exited;
+  return { code, output: cli.lines.join('\n') };
+}
+
+describe('start-up checks', () => {
+  it('config check lists every problem by path', async () => {
+    const { code, output } = await run(['--config', badConfig(), 'config', 'check']);
+    expect(code).toBe(1);
+    for (const path of [
+      'queries.debounce_ms',
+      'queries.concurrency',
+      'presets.rules.0.ccsr_category',
+      'ingest.port',
+    ]) {
+      expect(output).toContain(path);
+    }
+  });
+
+  it('config check accepts the defaults', async () => {
+    const { code, output } = await run(['config', 'check']);
+    expect(code).toBe(0);
+    expect(output).toContain('configuration is valid');
+  });
+
+  it('a configuration error stops start-up with every problem listed', async () => {
+    const { code, output } = await run(['--config', badConfig(), 'start'], {
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+    });
+    expect(code).toBe(1);
+    expect(output).toContain('queries.debounce_ms');
+    expect(output).toContain('presets.rules.0.ccsr_category');
+  });
+
+  it('refuses to run without CROSSWALK_KEY, and ingest without INGEST_TOKENS', async () => {
+    const noKey = await run(['start'], {
+      SERVICE_API_KEY: 'k',
+      INGEST_TOKENS: 'a-token-of-sixteen-chars',
+    });
+    expect(noKey.code).toBe(1);
+    expect(noKey.output).toMatch(/CROSSWALK_KEY is not set/);
+
+    const noTokens = await run(['ingest'], { CROSSWALK_KEY: generateCrosswalkSecret() });
+    expect(noTokens.code).toBe(1);
+    expect(noTokens.output).toMatch(/INGEST_TOKENS is not set/);
+
+    const noApiKey = await run(['work'], { CROSSWALK_KEY: generateCrosswalkSecret() });
+    expect(noApiKey.code).toBe(1);
+    expect(noApiKey.output).toMatch(/SERVICE_API_KEY is not set/);
+  });
+});
