@@ -93,11 +93,31 @@ export const ConfigSchema = z.strictObject({
   queries: QueriesSchema,
   worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
   delivery: z.strictObject({
+    only_changed: z.boolean(),
+    change_detection: z.strictObject({ ignore_fields: z.array(z.string().min(1)) }),
     outbound_queue: z.strictObject({
       enabled: z.boolean(),
       name: z.string().regex(/^[A-Za-z0-9_-]+$/),
       retention: z.strictObject({ count: z.int().min(0), age_s: z.int().min(0) }),
     }),
+    webhook: z.strictObject({
+      /** `WEBHOOK_URL`; the webhook is on when set. */
+      url: httpUrl.nullable(),
+      /** Set only from the environment (`WEBHOOK_SECRET`, `whsec_` + base64). */
+      secret: z
+        .string()
+        .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, 'a Standard Webhooks secret: whsec_ + base64')
+        .optional(),
+      timeout_ms: z.int().positive(),
+      backoff: z.strictObject({
+        first_delay_ms: z.int().positive(),
+        max_delay_ms: z.int().positive(),
+        jitter: z.number().min(0).max(1),
+      }),
+      max_age_ms: z.int().positive(),
+      concurrency: z.int().min(1),
+    }),
+    dead_letters: z.strictObject({ retention_days: z.int().positive() }),
   }),
 });
 

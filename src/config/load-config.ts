@@ -57,14 +57,25 @@ const ENV_PATHS: readonly [
   ['INGEST_TOKENS', ['ingest', 'tokens'], 'list'],
   ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
+  ['WEBHOOK_URL', ['delivery', 'webhook', 'url'], 'string'],
+  ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
 ];
 
 /** Values only the environment may set: a file that holds one is refused. */
-const SECRETS: readonly (readonly [string, string, string])[] = [
-  ['service', 'api_key', 'SERVICE_API_KEY'],
-  ['ingest', 'tokens', 'INGEST_TOKENS'],
-  ['identity', 'crosswalk_key', 'CROSSWALK_KEY'],
+const SECRETS: readonly (readonly [path: readonly string[], variable: string])[] = [
+  [['service', 'api_key'], 'SERVICE_API_KEY'],
+  [['ingest', 'tokens'], 'INGEST_TOKENS'],
+  [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
+  [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
 ];
+
+function has(tree: Tree, path: readonly string[]): boolean {
+  const [head, ...rest] = path;
+  if (head === undefined || !(head in tree)) return false;
+  if (rest.length === 0) return true;
+  const branch = tree[head];
+  return isTree(branch) && has(branch, rest);
+}
 
 function fromEnv(env: NodeJS.ProcessEnv): Tree {
   let out: Tree = {};
@@ -94,11 +105,10 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   let tree = readYaml(DEFAULT_CONFIG_FILE, problems);
   if (options.file !== undefined) {
     const overrides = readYaml(options.file, problems);
-    for (const [section, key, variable] of SECRETS) {
-      const branch = overrides[section];
-      if (isTree(branch) && key in branch) {
+    for (const [path, variable] of SECRETS) {
+      if (has(overrides, path)) {
         problems.push({
-          path: `${section}.${key}`,
+          path: path.join('.'),
           message: `secrets come only from the environment: set ${variable}`,
         });
       }
@@ -125,6 +135,14 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       {
         path: `service.environments.${config.service.env}.base_url`,
         message: `no base URL for the "${config.service.env}" environment: set it or SERVICE_BASE_URL`,
+      },
+    ]);
+  }
+  if (config.delivery.webhook.url !== null && config.delivery.webhook.secret === undefined) {
+    throw new ConfigError([
+      {
+        path: 'delivery.webhook.secret',
+        message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
       },
     ]);
   }
