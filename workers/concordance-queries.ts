@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../src/config/config-schema.ts';
 import type { ResultEvent } from '../src/delivery/result-event.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
+import type { FinishedOutcome, PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 import { pollDelayMs, type PollScheduleOptions } from '../src/queries/poll-schedule.ts';
 import { QueryJobDataSchema, type QueryJobData } from '../src/queries/query-job.ts';
 import { resultEvent, type OutcomeDetails } from '../src/queries/query-outcome.ts';
@@ -40,8 +41,13 @@ export interface ConcordanceQueriesDeps {
   crosswalk: Crosswalk;
   sink: ResultSink;
   logger: Logger;
-  /** Called when a query ends (metrics). */
+  /** Called when a query ends (tests wait on it). */
   onOutcome?: (result: QueryJobResult, data: QueryJobData) => void;
+  /**
+   * Polls, poll lateness, finished queries, resubmissions. Deliveries are counted by the channels
+   * (the runtime meters the outbound queue), not here.
+   */
+  metrics?: PipelineMetrics;
   /** @defaultValue true */
   autorun?: boolean;
   /** @defaultValue `Date.now` */
@@ -78,7 +84,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
   queue: Queue;
   worker: Worker;
 }> {
-  const { config, client, state, records, crosswalk, sink, prefix, connection } = deps;
+  const { config, client, state, records, crosswalk, sink, prefix, connection, metrics } = deps;
   const now = deps.now ?? Date.now;
   const schedule = pollOptions(config);
   const queue = new Queue(CONCORDANCE_QUERIES, { connection, prefix });
@@ -93,7 +99,12 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       attempts: job.attemptsStarted,
     });
 
-  async function finish(job: Job, data: QueryJobData, details: Omit<OutcomeDetails, 'patientId'>) {
+  async function finish(
+    job: Job,
+    data: QueryJobData,
+    details: Omit<OutcomeDetails, 'patientId'>,
+    countAs: FinishedOutcome = details.outcome,
+  ) {
     const event = resultEvent(data, {
       ...details,
       patientId: (await crosswalk.localIdOf(data.patientServiceId)) ?? null,
@@ -110,20 +121,27 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       'query finished',
     );
     const result: QueryJobResult = { outcome: details.outcome, eventId: event.id };
+    metrics?.queriesFinished.inc({ outcome: countAs });
     deps.onOutcome?.(result, data);
     return result;
   }
 
   async function superseded(job: Job, data: QueryJobData): Promise<QueryJobResult> {
     if (config.queries.deliver_superseded && data.remoteJobId !== undefined) {
-      return finish(job, data, {
-        outcome: 'failed',
-        failure: { code: 'ERR_SUPERSEDED', message: 'a newer query of this key was submitted' },
-      });
+      return finish(
+        job,
+        data,
+        {
+          outcome: 'failed',
+          failure: { code: 'ERR_SUPERSEDED', message: 'a newer query of this key was submitted' },
+        },
+        'superseded',
+      );
     }
     await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
     logFor(job, data).info({ outcome: 'superseded' }, 'query superseded by a newer one');
     const result: QueryJobResult = { outcome: 'superseded', eventId: null };
+    metrics?.queriesFinished.inc({ outcome: 'superseded' });
     deps.onOutcome?.(result, data);
     return result;
   }
@@ -195,7 +213,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
           failure: { code: err.code, message: `${err.message} (after ${attempts} attempts)` },
         });
       }
-      return holdQueue(job, data, token, err);
+      return holdQueue(job, withVersion, token, err);
     }
     // The remote job id is persisted before anything else: from here on the query is never
     // submitted again, whatever happens to this process.
@@ -221,6 +239,9 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     token: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<QueryJobResult> {
+    if (data.nextPollAt !== undefined) {
+      metrics?.pollLateness.observe(Math.max(0, now() - data.nextPollAt) / 1_000);
+    }
     if (await state.isSuperseded(data.patientServiceId, data.ccsrCategory, data.seq)) {
       return superseded(job, data);
     }
@@ -243,6 +264,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     try {
       answer = await client.concordance.get(remoteJobId, { signal });
     } catch (err) {
+      metrics?.polls.inc({ state: err instanceof ServiceNotFoundError ? 'lost' : 'error' });
       if (err instanceof ServiceNotFoundError) answer = 'lost';
       else if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
         return holdQueue(job, data, token, err);
@@ -252,6 +274,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       } else throw err;
     }
     const state_ = answer === 'lost' ? 'lost' : answer.state;
+    if (answer !== 'lost') metrics?.polls.inc({ state: answer.state });
     if (state_ === 'pending') return next();
     if (state_ === 'success' && answer !== 'lost') {
       return finish(job, data, { outcome: 'completed', concordance: answer.concordance });
@@ -278,6 +301,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         resubmits: data.resubmits + 1,
       };
       await job.updateData(again);
+      metrics?.resubmissions.inc();
       return submit(job, again, token, signal);
     }
     return finish(job, data, {

@@ -3,7 +3,9 @@ import { Command, CommanderError } from 'commander';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerIngestCommands } from './commands/ingest.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
+import { registerReplayCommand } from './commands/replay.ts';
 import { registerSimulatorCommand } from './commands/simulator.ts';
+import { registerStatusCommand } from './commands/status.ts';
 import { registerWorkCommand } from './commands/work.ts';
 import { describeError } from './describe-error.ts';
 import { packageVersion } from './package-version.ts';
@@ -22,6 +24,8 @@ registerConfigCommand(program);
 registerSimulatorCommand(program);
 registerIngestCommands(program);
 registerWorkCommand(program);
+registerReplayCommand(program);
+registerStatusCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -42,5 +42,10 @@ export const ResultEventSchema = z.object({
         .optional(),
     })
     .nullable(),
+  /**
+   * Whether the result differs from the last one handed over for its (patient, category): set by
+   * the delivery router just before the event leaves through a channel (absent before that).
+   */
+  changed: z.boolean().optional(),
 });
 export type ResultEvent = z.infer<typeof ResultEventSchema>;

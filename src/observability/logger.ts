@@ -18,8 +18,41 @@ export const REDACTED_PATHS: readonly string[] = [
   '*.headers["x-admin-key"]',
   '*.headers.authorization',
   'authorization',
+  '*.authorization',
+  'headers.cookie',
+  '*.headers.cookie',
+  // Secrets: webhook signing secrets, the crosswalk key, bearer tokens.
   'secret',
   '*.secret',
+  'webhook_secret',
+  '*.webhook_secret',
+  'webhookSecret',
+  '*.webhookSecret',
+  'crosswalk_key',
+  '*.crosswalk_key',
+  'token',
+  '*.token',
+  'tokens',
+  '*.tokens',
+  // The hospital's own patient ids (the random patient_service_id may be logged).
+  'patient_id',
+  '*.patient_id',
+  'patientId',
+  '*.patientId',
+  'localId',
+  '*.localId',
+  'local_id',
+  '*.local_id',
+  // Records and what the service says about them.
+  'assembled_patient',
+  '*.assembled_patient',
+  'record',
+  '*.record',
+  'concordance',
+  '*.concordance',
+  // Request and event bodies carry all of the above.
+  'body',
+  '*.body',
 ];
 
 export interface CreateLoggerOptions {

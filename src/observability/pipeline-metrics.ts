@@ -1,3 +1,4 @@
+import type { JobType } from 'bullmq';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 /** An existing metric of the registry (two roles in one process share it), else a new one. */
@@ -11,6 +12,63 @@ export type FinishedOutcome =
 
 /** What a delivery attempt came to. */
 export type DeliveryOutcome = 'delivered' | 'retried' | 'dead_lettered' | 'suppressed';
+
+/** A queue the `cw_queue_jobs` gauge reads (a BullMQ `Queue` is one). */
+export interface CountedQueue {
+  readonly name: string;
+  getJobCounts(...types: JobType[]): Promise<Record<string, number>>;
+}
+
+/** The job states `cw_queue_jobs` reports, every one of them on every scrape (zeros included). */
+export const QUEUE_JOB_STATES = [
+  'waiting',
+  'prioritized',
+  'delayed',
+  'active',
+  'waiting-children',
+  'completed',
+  'failed',
+] as const satisfies readonly JobType[];
+
+/** A scrape does not wait longer than this for one queue's counts (Redis may be unreachable). */
+export const QUEUE_COUNT_TIMEOUT_MS = 2_000;
+
+/** One service attempt as `onResponse` reports it (see the service client). */
+export interface ServiceResponse {
+  endpoint: string;
+  status: number | 'network' | 'timeout';
+  durationMs: number;
+}
+
+/**
+ * The queues each registry's gauge reads. Kept per registry, not per {@link PipelineMetrics}: two
+ * roles of one process (ingest and work in `start`) share the gauge and each adds its queues.
+ */
+const watchedQueues = new WeakMap<Registry, Set<CountedQueue>>();
+
+function queuesOf(registry: Registry): Set<CountedQueue> {
+  let queues = watchedQueues.get(registry);
+  if (queues === undefined) {
+    queues = new Set();
+    watchedQueues.set(registry, queues);
+  }
+  return queues;
+}
+
+async function countsWithin(queue: CountedQueue, ms: number): Promise<Record<string, number>> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`no job counts of ${queue.name} within ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([queue.getJobCounts(...QUEUE_JOB_STATES), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * The worker side's metrics (`cw_` prefix); the ingest counters live in ingest-metrics.ts. Label
@@ -130,6 +188,8 @@ export class PipelineMetrics {
           registers,
         }),
     );
+    const queues = queuesOf(registry);
+    this.#queues = queues;
     this.queueJobs = reuse(
       registry,
       'cw_queue_jobs',
@@ -139,7 +199,45 @@ export class PipelineMetrics {
           help: 'Jobs in each queue by state, read from Redis on every scrape.',
           labelNames: ['queue', 'state'],
           registers,
+          // Read on scrape, so the numbers are Redis's, not this process's view. A queue whose
+          // counts do not come (Redis unreachable) is left out rather than reported stale.
+          async collect() {
+            const byName = new Map<string, CountedQueue>();
+            for (const queue of queues) if (!byName.has(queue.name)) byName.set(queue.name, queue);
+            const read = await Promise.all(
+              [...byName.values()].map(async (queue) => ({
+                name: queue.name,
+                counts: await countsWithin(queue, QUEUE_COUNT_TIMEOUT_MS).catch(() => null),
+              })),
+            );
+            // Replaced in one synchronous step, so that two scrapes at once never mix.
+            this.reset();
+            for (const { name, counts } of read) {
+              if (counts === null) continue;
+              for (const state of QUEUE_JOB_STATES)
+                this.set({ queue: name, state }, counts[state] ?? 0);
+            }
+          },
         }),
     );
+  }
+
+  readonly #queues: Set<CountedQueue>;
+
+  /**
+   * Adds queues to `cw_queue_jobs` (one series set per queue name, whichever role added it);
+   * returns a function that takes them out again (call it before closing the queues).
+   */
+  watchQueues(...queues: CountedQueue[]): () => void {
+    for (const queue of queues) this.#queues.add(queue);
+    return () => {
+      for (const queue of queues) this.#queues.delete(queue);
+    };
+  }
+
+  /** Counts one attempt at the service and observes its duration (the client's `onResponse`). */
+  observeServiceResponse({ endpoint, status, durationMs }: ServiceResponse): void {
+    this.serviceRequests.inc({ endpoint, status: String(status) });
+    this.serviceDuration.observe({ endpoint }, durationMs / 1_000);
   }
 }

@@ -1,11 +1,13 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { Registry, collectDefaultMetrics } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
+import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
+import { processRegistry } from '../observability/process-registry.ts';
 import { QueryScheduler } from '../queries/query-scheduler.ts';
 import { QueryState } from '../queries/query-state.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
@@ -22,7 +24,10 @@ export interface PipelineContext {
   crosswalk: Crosswalk;
   records: RecordStore;
   state: QueryState;
+  /** The process's registry: what its `/metrics` serves (with the default process metrics). */
   metrics: Registry;
+  /** The `cw_` metrics on {@link PipelineContext.metrics}. */
+  pipelineMetrics: PipelineMetrics;
 }
 
 export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
@@ -37,16 +42,17 @@ export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
 }
 
 /** Builds the context; `keys` are derived first (see {@link crosswalkKeysFrom}) so that a missing
- * key is reported before any connection is opened. */
+ * key is reported before any connection is opened. Roles of one process pass the one `registry`
+ * they share (see {@link processRegistry}); without it the context gets its own. */
 export function pipelineContext(
   config: Config,
   logger: Logger,
   redis: Redis,
   keys: CrosswalkKeys = crosswalkKeysFrom(config),
+  registry: Registry = processRegistry(),
 ): PipelineContext {
   const prefix = config.redis.prefix;
-  const metrics = new Registry();
-  collectDefaultMetrics({ register: metrics });
+  const metrics = registry;
   return {
     config,
     logger,
@@ -57,6 +63,7 @@ export function pipelineContext(
     records: new RecordStore({ redis, prefix, keys }),
     state: new QueryState({ redis, prefix }),
     metrics,
+    pipelineMetrics: new PipelineMetrics(metrics),
   };
 }
 

@@ -1,13 +1,19 @@
 import type { Config } from '../config/config-schema.ts';
 import type { Logger } from '../observability/logger.ts';
+import { processRegistry } from '../observability/process-registry.ts';
 import { runIngest } from './run-ingest.ts';
 import { runWorker, type RunningProcess } from './run-worker.ts';
 
-/** `concordance-worker start`: ingest and workers in one process (small sites, demos). */
+/**
+ * `concordance-worker start`: ingest and workers in one process (small sites, demos). One process,
+ * one metrics registry: the ingest API's `/metrics` and the worker's serve the same numbers (scrape
+ * one of them).
+ */
 export async function runAll(config: Config, logger: Logger): Promise<RunningProcess> {
-  const worker = await runWorker(config, logger.child({ role: 'work' }));
+  const registry = processRegistry();
+  const worker = await runWorker(config, logger.child({ role: 'work' }), { registry });
   try {
-    const ingest = await runIngest(config, logger.child({ role: 'ingest' }));
+    const ingest = await runIngest(config, logger.child({ role: 'ingest' }), { registry });
     return {
       url: ingest.url,
       async close() {

@@ -9,11 +9,15 @@ import {
   queriesQueue,
   queryScheduler,
 } from './pipeline-context.ts';
-import type { RunningProcess } from './run-worker.ts';
+import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { StartupError } from './startup-error.ts';
 
 /** `concordance-worker ingest`: the HTTP API that accepts record updates and presets. */
-export async function runIngest(config: Config, logger: Logger): Promise<RunningProcess> {
+export async function runIngest(
+  config: Config,
+  logger: Logger,
+  options: RoleOptions = {},
+): Promise<RunningProcess> {
   if (config.ingest.tokens === undefined || config.ingest.tokens.length === 0) {
     throw new StartupError(
       'INGEST_TOKENS is not set: give the integration engine a bearer token (comma-separated for several)',
@@ -21,8 +25,9 @@ export async function runIngest(config: Config, logger: Logger): Promise<Running
   }
   const keys = crosswalkKeysFrom(config);
   const redis = requestConnection(config.redis.url, 'cw-ingest');
-  const context = pipelineContext(config, logger, redis, keys);
+  const context = pipelineContext(config, logger, redis, keys, options.registry);
   const queue = queriesQueue(context, redis);
+  const unwatch = context.pipelineMetrics.watchQueues(queue);
   // A request connection refuses commands until it is ready: serve only after that.
   await queue.waitUntilReady();
   const app = await buildIngestApp({
@@ -41,6 +46,7 @@ export async function runIngest(config: Config, logger: Logger): Promise<Running
     url,
     async close() {
       await app.close();
+      unwatch();
       await queue.close();
       await redis.quit();
       logger.info('ingest stopped');

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
 import { initConcordanceQueries, type QueryJobResult } from '../../workers/concordance-queries.ts';
 import type { Config } from '../../src/config/config-schema.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
@@ -8,6 +9,7 @@ import type { OutboundQueueChannel } from '../../src/delivery/outbound-queue-cha
 import type { ResultEvent } from '../../src/delivery/result-event.ts';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
 import { Crosswalk } from '../../src/identity/crosswalk.ts';
+import { PipelineMetrics } from '../../src/observability/pipeline-metrics.ts';
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
 import type { QueryJobData } from '../../src/queries/query-job.ts';
 import { QueryScheduler } from '../../src/queries/query-scheduler.ts';
@@ -78,6 +80,9 @@ export const sampleRecord = (
   ...extra,
 });
 
+const sameKey = (a: QueryJobData, b: QueryJobData) =>
+  a.patientServiceId === b.patientServiceId && a.ccsrCategory === b.ccsrCategory;
+
 /**
  * The real pieces of the query pipeline wired together on an isolated Redis prefix, against a
  * real local Clinical Graph Service: the scheduler, the worker and the outbound queue.
@@ -85,6 +90,8 @@ export const sampleRecord = (
 export class PipelineHarness {
   readonly outcomes: { result: QueryJobResult; data: QueryJobData }[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
+  /** Outcomes reported by the processor whose jobs are not completed yet. */
+  readonly #ended: { result: QueryJobResult; data: QueryJobData }[] = [];
   #closers: (() => Promise<unknown>)[] = [];
 
   readonly config: Config;
@@ -98,6 +105,9 @@ export class PipelineHarness {
   readonly queue: Queue;
   readonly outbound: OutboundQueueChannel;
   readonly logs: LogCapture;
+  /** What the workers started by {@link startWorker} count (a registry of the harness's own). */
+  readonly registry = new Registry();
+  readonly metrics = new PipelineMetrics(this.registry);
   /** The CROSSWALK_KEY shared with worker processes started by the test. */
   readonly secret: string;
 
@@ -197,7 +207,10 @@ export class PipelineHarness {
           ...this.config,
           service: { ...this.config.service, base_url: baseUrl, api_key: apiKey },
         },
-        { logger: this.logs.logger },
+        {
+          logger: this.logs.logger,
+          onResponse: (info) => this.metrics.observeServiceResponse(info),
+        },
       ),
     );
     const { worker, queue } = await initConcordanceQueries({
@@ -210,13 +223,22 @@ export class PipelineHarness {
       crosswalk: this.crosswalk,
       sink: this.outbound,
       logger: this.logs.logger,
-      onOutcome: (result, data) => {
-        this.outcomes.push({ result, data });
-        for (const waiter of this.#waiters.splice(0)) {
-          if (this.outcomes.length >= waiter.count) waiter.resolve();
-          else this.#waiters.push(waiter);
-        }
-      },
+      metrics: this.metrics,
+      onOutcome: (result, data) => this.#ended.push({ result, data }),
+    });
+    // An outcome counts once its job is completed in Redis (attemptsMade and all), not when the
+    // processor reports it a moment earlier: tests read the job right after untilOutcomes().
+    worker.on('completed', (job) => {
+      const index = this.#ended.findIndex(
+        (o) => o.data.seq === job.data.seq && sameKey(o.data, job.data),
+      );
+      const [ended] = index === -1 ? [] : this.#ended.splice(index, 1);
+      if (ended === undefined) return;
+      this.outcomes.push(ended);
+      for (const waiter of this.#waiters.splice(0)) {
+        if (this.outcomes.length >= waiter.count) waiter.resolve();
+        else this.#waiters.push(waiter);
+      }
     });
     const close = async () => {
       await worker.close();

@@ -1,34 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
+import {
+  redisAnswers as answers,
+  startPrivateRedis,
+  type LocalRedis,
+} from '../../tools/local-redis.ts';
 
-/** A Redis the tests may use, and how to let go of it. */
-export interface RedisSource {
-  url: string;
-  /** Where it came from: `testcontainers`, `REDIS_URL`, `localhost` or `redis-server`. */
-  origin: string;
-  stop(): Promise<void>;
-}
-
-async function answers(url: string): Promise<boolean> {
-  const client = new Redis(url, {
-    lazyConnect: true,
-    connectTimeout: 1_000,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return (await client.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    client.disconnect();
-  }
-}
+/** A Redis the tests may use: from `testcontainers`, `REDIS_URL`, `localhost` or `redis-server`. */
+export type RedisSource = LocalRedis;
 
 async function fromTestcontainers(): Promise<RedisSource | undefined> {
   try {
@@ -48,44 +25,6 @@ async function fromTestcontainers(): Promise<RedisSource | undefined> {
   };
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  if (address === null || typeof address === 'string') throw new Error('no free port');
-  return address.port;
-}
-
-async function fromRedisServer(): Promise<RedisSource> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(
-    'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: 'ignore' },
-  );
-  const url = `redis://127.0.0.1:${port}`;
-  const spawnFailure = once(child, 'error').then(([err]) => {
-    throw new Error(`could not start redis-server: ${(err as Error).message}`);
-  });
-  for (let attempt = 0; attempt < 100; attempt++) {
-    if (await Promise.race([answers(url), spawnFailure])) {
-      return {
-        url,
-        origin: 'redis-server',
-        stop: async () => {
-          child.kill('SIGTERM');
-          if (child.exitCode === null) await once(child, 'exit');
-        },
-      };
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50)); // polling a child's start-up
-  }
-  child.kill('SIGKILL');
-  throw new Error('redis-server did not answer within 5 s');
-}
-
 /**
  * Docker (testcontainers) when an engine answers; else `REDIS_URL`; else 127.0.0.1:6379;
  * else a `redis-server` started here on a free port.
@@ -99,5 +38,5 @@ export async function acquireRedis(env: NodeJS.ProcessEnv = process.env): Promis
   }
   const local = 'redis://127.0.0.1:6379';
   if (await answers(local)) return { url: local, origin: 'localhost', stop: none };
-  return fromRedisServer();
+  return startPrivateRedis();
 }

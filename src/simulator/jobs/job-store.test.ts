@@ -52,6 +52,21 @@ describe('JobStore', () => {
     expect(store.size).toBe(0);
   });
 
+  it('reports a job timeline without changing its state', () => {
+    const { clock, store } = storeAt();
+    store.add('j', 400, 'completed', outline);
+    expect(store.timeline('j')).toEqual({
+      submittedAt: 1_000_000,
+      runningAt: 1_000_100,
+      finishAt: 1_000_400,
+      outcome: 'completed',
+    });
+    clock.t += 400;
+    expect(store.timeline('j')?.finishAt).toBe(1_000_400);
+    expect(store.get('j').status).toBe('completed');
+    expect(store.timeline('nope')).toBeUndefined();
+  });
+
   it('answers not_exists for an unknown id', () => {
     expect(storeAt().store.get('nope')).toEqual({ status: 'not_exists' });
   });

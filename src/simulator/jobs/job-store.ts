@@ -10,6 +10,7 @@ export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'not_exi
  * assembled patient), so 20,000 jobs in flight stay small.
  */
 interface JobRecord {
+  readonly submittedAt: number;
   readonly runningAt: number;
   readonly finishAt: number;
   readonly outcome: JobOutcome;
@@ -20,6 +21,14 @@ export interface JobView {
   status: JobStatus;
   /** Present when the job completed. */
   outline?: ConcordanceOutline;
+}
+
+/** When a job was submitted and when it runs and ends (epoch ms), for `GET /_admin/jobs/:id`. */
+export interface JobTimeline {
+  submittedAt: number;
+  runningAt: number;
+  finishAt: number;
+  outcome: JobOutcome;
 }
 
 export interface JobStoreOptions {
@@ -58,6 +67,7 @@ export class JobStore {
     const now = this.#now();
     this.#sweepIfDue(now);
     this.#jobs.set(id, {
+      submittedAt: now,
       runningAt: now + Math.floor(durationMs / 4),
       finishAt: now + durationMs,
       outcome,
@@ -78,6 +88,14 @@ export class JobStore {
     if (now < job.finishAt || job.outcome === 'never_finish') return { status: 'running' };
     if (job.outcome === 'failed') return { status: 'failed' };
     return { status: 'completed', outline: job.outline };
+  }
+
+  /** The job's timeline, read without moving its state (a benchmark measures detection lag). */
+  timeline(id: string): JobTimeline | undefined {
+    const job = this.#jobs.get(id);
+    if (job === undefined) return undefined;
+    const { submittedAt, runningAt, finishAt, outcome } = job;
+    return { submittedAt, runningAt, finishAt, outcome };
   }
 
   #expiresAt(job: JobRecord): number {

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { FaultProfileSchema } from '../fault-profile.ts';
-import { sendValidationError } from '../error-replies.ts';
+import { sendDetail, sendValidationError } from '../error-replies.ts';
 import { requireJson } from '../hooks/require-json.ts';
 import type { SimulatorState } from '../simulator-state.ts';
+import { PathIdSchema } from './path-id.ts';
 
 /**
  * `/_admin/*` (header `x-admin-key`): the request log, the fault profile, and counters that show
@@ -35,4 +36,20 @@ export function registerAdminRoutes(app: FastifyInstance, state: SimulatorState)
     relationships: state.graph.relationships.length,
     logged_requests: requestLog.size,
   }));
+
+  // When a concordance job was submitted and when it finishes (or finished): the benchmark
+  // measures the time from a remote job's end to the worker seeing it.
+  app.get<{ Params: { job_id: string } }>('/_admin/jobs/:job_id', async (request, reply) => {
+    const id = PathIdSchema.safeParse(request.params.job_id);
+    if (!id.success) return sendValidationError(reply, 'path', id.error.issues, ['job_id']);
+    const timeline = state.jobs.timeline(id.data);
+    if (timeline === undefined) return sendDetail(reply, 404, 'Job not found');
+    return {
+      job_id: id.data,
+      outcome: timeline.outcome,
+      submitted_at: new Date(timeline.submittedAt).toISOString(),
+      running_at: new Date(timeline.runningAt).toISOString(),
+      finishes_at: new Date(timeline.finishAt).toISOString(),
+    };
+  });
 }

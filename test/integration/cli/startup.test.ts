@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
-import { CliProcess } from '../../support/cli-process.ts';
+import { CliProcess } from '../../../tools/cli-process.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
 function badConfig(): string {

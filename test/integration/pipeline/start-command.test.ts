@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
-import { CliProcess } from '../../support/cli-process.ts';
+import { CliProcess } from '../../../tools/cli-process.ts';
 import { eventually } from '../../support/eventually.ts';
 import { sampleRecord } from '../../support/pipeline-harness.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { QueryJobData } from '../../../src/queries/query-job.ts';
-import { CliProcess } from '../../support/cli-process.ts';
+import { CliProcess } from '../../../tools/cli-process.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';

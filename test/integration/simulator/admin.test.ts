@@ -99,3 +99,38 @@ describe('fault profile admin', () => {
     });
   });
 });
+
+describe('job timeline admin', () => {
+  const clock = { t: Date.UTC(2026, 0, 1) };
+  const app = testApp({ latency: { minMs: 4_000, maxMs: 4_000 }, now: () => clock.t });
+  afterAll(() => app.close());
+
+  it('tells when a job was submitted, runs and finishes, without moving its state', async () => {
+    const submitted = await call(app, {
+      method: 'POST',
+      url: '/v1/concordance',
+      headers: auth,
+      payload: concordanceBody,
+    });
+    const jobId = (submitted.body as { job_id: string }).job_id;
+    const timeline = await call(app, { url: `/_admin/jobs/${jobId}`, headers: admin });
+    expect(timeline).toMatchObject({
+      status: 200,
+      body: {
+        job_id: jobId,
+        outcome: 'completed',
+        submitted_at: '2026-01-01T00:00:00.000Z',
+        running_at: '2026-01-01T00:00:01.000Z',
+        finishes_at: '2026-01-01T00:00:04.000Z',
+      },
+    });
+    clock.t += 4_000;
+    const polled = await call(app, { url: `/v1/concordance/${jobId}`, headers: auth });
+    expect((polled.body as { status: string }).status).toBe('completed');
+  });
+
+  it('answers 404 for an unknown job and needs the admin key', async () => {
+    expect((await call(app, { url: '/_admin/jobs/nope', headers: admin })).status).toBe(404);
+    expect((await call(app, { url: '/_admin/jobs/nope', headers: auth })).status).toBe(401);
+  });
+});

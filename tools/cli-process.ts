@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 
-const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+const MAIN = new URL('../src/cli/main.ts', import.meta.url).pathname;
 
 /** A `concordance-worker` child process whose log lines (stderr) and output the test can read. */
 export class CliProcess {

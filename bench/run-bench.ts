@@ -1,0 +1,388 @@
+/**
+ * `npm run bench`: ingest, pipeline, in-flight and polling-cost figures of concordance-worker on
+ * this machine. Progress and a readable table go to stderr; stdout gets exactly one line, the
+ * JSON document (also written to bench-output/bench.json), so `npm run -s bench | jq .` works.
+ *
+ *   node bench/run-bench.ts [--only ingest,pipeline,inflight,polling] [--inflight N] [--quick] ...
+ */
+import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
+import { DEFAULT_INFLIGHT, inflightScenario, type InflightResult } from './scenarios/inflight.ts';
+import { DEFAULT_INGEST, ingestScenario, type IngestResult } from './scenarios/ingest.ts';
+import { DEFAULT_PIPELINE, pipelineScenario, type PipelineResult } from './scenarios/pipeline.ts';
+import {
+  DEFAULT_POLLING_COST,
+  pollingCostScenario,
+  type PollingCostResult,
+} from './scenarios/polling-cost.ts';
+import type { BenchContext } from './support/fixtures.ts';
+import { benchRedis, Cleanup, clearRedis } from './support/processes.ts';
+import { fmt, renderTable, type TableRow } from './support/table.ts';
+
+const SCENARIOS = ['ingest', 'pipeline', 'inflight', 'polling'] as const;
+type Scenario = (typeof SCENARIOS)[number];
+
+const USAGE = `usage: node bench/run-bench.ts [options]
+  --only LIST            scenarios to run, comma-separated: ${SCENARIOS.join(',')} (default: all)
+  --inflight N           queries held in flight (default ${DEFAULT_INFLIGHT.queries})
+  --inflight-window S    seconds measured once all are submitted (default ${DEFAULT_INFLIGHT.windowSeconds})
+  --pipeline N           queries through the zero-latency pipeline (default ${DEFAULT_PIPELINE.queries})
+  --noop N               no-op BullMQ jobs of the baseline (default ${DEFAULT_PIPELINE.noopJobs})
+  --concurrency N        worker concurrency, pipeline/no-op/in-flight (default ${DEFAULT_PIPELINE.concurrency})
+  --ingest-rate N        open-loop offered load per second (default ${DEFAULT_INGEST.openLoopRate})
+  --ingest-seconds S     length of the open and the closed loop (default ${DEFAULT_INGEST.openLoopSeconds})
+  --ingest-clients N     closed-loop concurrent clients (default ${DEFAULT_INGEST.closedLoopClients})
+  --polling N            queries per poll schedule in the polling-cost scenario (default ${DEFAULT_POLLING_COST.queries})
+  --quick                small sizes everywhere (a smoke run of about a minute)
+  --shared-redis         use REDIS_URL even when redis-server is installed
+  --log-level LEVEL      LOG_LEVEL of the child processes (default warn)
+  --out FILE             where the JSON goes too (default bench-output/bench.json)`;
+
+function intOption(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`--${name} needs a whole number >= 1, got ${value}`);
+  return n;
+}
+
+function packageVersion(name: string): string {
+  try {
+    const path = new URL(`../node_modules/${name}/package.json`, import.meta.url);
+    return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+function gitCommit(): string | null {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    return null;
+  }
+}
+
+interface Results {
+  ingest?: IngestResult;
+  pipeline?: PipelineResult;
+  in_flight?: InflightResult;
+  polling_cost?: PollingCostResult;
+}
+
+function tableRows(results: Results): TableRow[] {
+  const rows: TableRow[] = [];
+  const { ingest, pipeline, in_flight: inflight, polling_cost: polling } = results;
+  if (ingest) {
+    const o = ingest.open_loop;
+    const c = ingest.closed_loop;
+    const offered = `open loop ${fmt(o.offered_per_s)}/s for ${ingest.settings.openLoopSeconds} s, ${ingest.settings.patients} patients`;
+    rows.push(
+      {
+        scenario: 'ingest',
+        figure: 'latency p50',
+        value: fmt(o.latency_ms.p50, 2, 'ms'),
+        setup: offered,
+      },
+      {
+        scenario: 'ingest',
+        figure: 'latency p99',
+        value: fmt(o.latency_ms.p99, 2, 'ms'),
+        setup: `${offered}; achieved ${fmt(o.achieved_per_s)}/s`,
+      },
+      {
+        scenario: 'ingest',
+        figure: 'max accepted',
+        value: fmt(c.accepted_per_s, 0, '/s'),
+        setup: `closed loop, ${c.clients} keep-alive clients, ${ingest.settings.closedLoopSeconds} s`,
+      },
+      {
+        scenario: 'ingest',
+        figure: 'latency p50 / p99 at max',
+        value: `${fmt(c.latency_ms.p50, 1)} / ${fmt(c.latency_ms.p99, 1)} ms`,
+        setup: `closed loop, ${c.clients} clients`,
+      },
+    );
+  }
+  if (pipeline) {
+    const conc = `concurrency ${pipeline.settings.concurrency}`;
+    rows.push(
+      {
+        scenario: 'pipeline',
+        figure: 'queries completed',
+        value: fmt(pipeline.pipeline.queries_per_s, 0, '/s'),
+        setup: `${fmt(pipeline.pipeline.queries)} queries, service latency 0, poll first 10 ms, debounce 10 ms, ${conc}`,
+      },
+      {
+        scenario: 'pipeline',
+        figure: 'BullMQ no-op jobs',
+        value: fmt(pipeline.bullmq_noop.jobs_per_s, 0, '/s'),
+        setup: `${fmt(pipeline.bullmq_noop.jobs)} jobs, same Redis, ${conc}`,
+      },
+      {
+        scenario: 'pipeline',
+        figure: 'ratio pipeline / no-op',
+        value: fmt(pipeline.ratio, 3),
+        setup: 'each query is two job activations and two HTTP calls',
+      },
+    );
+  }
+  if (inflight) {
+    const n = `${fmt(inflight.settings.queries)} queries in flight, remote jobs ${inflight.settings.jobLatencyMs / 1000} s`;
+    const late = inflight.poll_lateness_ms.sampled_active_jobs;
+    rows.push(
+      {
+        scenario: 'in flight',
+        figure: 'submitted in',
+        value: fmt(inflight.submit_seconds, 1, 's'),
+        setup: n,
+      },
+      {
+        scenario: 'in flight',
+        figure: 'worker RSS',
+        value: fmt(inflight.worker_rss_mib.all_submitted, 0, 'MiB'),
+        setup:
+          `all submitted; idle before ${fmt(inflight.worker_rss_mib.idle, 0)} MiB, ` +
+          `max in window ${fmt(inflight.worker_rss_mib.max_in_window, 0)} MiB, heap used ${fmt(inflight.worker_heap_used_mib, 0)} MiB`,
+      },
+      {
+        scenario: 'in flight',
+        figure: 'Redis per query',
+        value: fmt(inflight.redis.bytes_per_inflight_query.queue_and_state, 0, 'B'),
+        setup: 'queue job + delayed entry + query state (used_memory delta / N)',
+      },
+      {
+        scenario: 'in flight',
+        figure: 'Redis per query + patient',
+        value: fmt(
+          inflight.redis.bytes_per_inflight_query.including_patient_record_and_crosswalk,
+          0,
+          'B',
+        ),
+        setup: 'plus stored record and crosswalk, one patient per query',
+      },
+      {
+        scenario: 'in flight',
+        figure: 'poll lateness p50 / p99',
+        value: `${fmt(late.p50, 1)} / ${fmt(late.p99, 1)} ms`,
+        setup: `${fmt(late.count)} sampled polls over ${inflight.settings.windowSeconds} s, default schedule`,
+      },
+    );
+    const h = inflight.poll_lateness_ms.worker_histogram;
+    if (h)
+      rows.push({
+        scenario: 'in flight',
+        figure: 'lateness p50 / p99 (metric)',
+        value: `${fmt(h.p50, 1)} / ${fmt(h.p99, 1)} ms`,
+        setup: `cw_poll_lateness_seconds, ${fmt(h.count)} polls in the same window`,
+      });
+  }
+  if (polling) {
+    for (const line of polling.lines) {
+      const sched = `${line.schedule}: ${line.poll.first_delay_ms / 1000} s x${line.poll.factor} cap ${line.poll.max_delay_ms / 1000} s ±${line.poll.jitter * 100} %`;
+      rows.push(
+        {
+          scenario: 'polling cost',
+          figure: 'polls per query (mean)',
+          value: fmt(line.polls_per_query.mean, 2),
+          setup: `${sched}; ${line.completed} jobs of ${polling.settings.jobLatencyMs.min / 1000}-${polling.settings.jobLatencyMs.max / 1000} s`,
+        },
+        {
+          scenario: 'polling cost',
+          figure: 'detection lag p50 / p99',
+          value: `${fmt((line.detection_lag_ms.p50 ?? NaN) / 1000, 2)} / ${fmt((line.detection_lag_ms.p99 ?? NaN) / 1000, 2)} s`,
+          setup: sched,
+        },
+      );
+    }
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      only: { type: 'string' },
+      inflight: { type: 'string' },
+      'inflight-window': { type: 'string' },
+      pipeline: { type: 'string' },
+      noop: { type: 'string' },
+      concurrency: { type: 'string' },
+      'ingest-rate': { type: 'string' },
+      'ingest-seconds': { type: 'string' },
+      'ingest-clients': { type: 'string' },
+      polling: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      'shared-redis': { type: 'boolean', default: false },
+      'log-level': { type: 'string', default: 'warn' },
+      out: { type: 'string', default: 'bench-output/bench.json' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    process.stderr.write(`${USAGE}\n`);
+    return;
+  }
+  const only = (values.only ?? SCENARIOS.join(',')).split(',').map((s) => s.trim());
+  for (const s of only) {
+    if (!(SCENARIOS as readonly string[]).includes(s))
+      throw new Error(`unknown scenario "${s}"\n${USAGE}`);
+  }
+  const runs = (s: Scenario) => only.includes(s);
+  const quick = values.quick;
+  const concurrency = intOption(values.concurrency, DEFAULT_PIPELINE.concurrency, 'concurrency');
+  const ingestSeconds = intOption(
+    values['ingest-seconds'],
+    quick ? 3 : DEFAULT_INGEST.openLoopSeconds,
+    'ingest-seconds',
+  );
+  const ingest = {
+    ...DEFAULT_INGEST,
+    patients: quick ? 50 : DEFAULT_INGEST.patients,
+    openLoopRate: intOption(values['ingest-rate'], DEFAULT_INGEST.openLoopRate, 'ingest-rate'),
+    openLoopSeconds: ingestSeconds,
+    closedLoopSeconds: ingestSeconds,
+    closedLoopClients: intOption(
+      values['ingest-clients'],
+      DEFAULT_INGEST.closedLoopClients,
+      'ingest-clients',
+    ),
+    warmupSeconds: quick ? 1 : DEFAULT_INGEST.warmupSeconds,
+  };
+  const pipeline = {
+    queries: intOption(values.pipeline, quick ? 500 : DEFAULT_PIPELINE.queries, 'pipeline'),
+    noopJobs: intOption(values.noop, quick ? 5_000 : DEFAULT_PIPELINE.noopJobs, 'noop'),
+    concurrency,
+  };
+  const inflight = {
+    ...DEFAULT_INFLIGHT,
+    queries: intOption(values.inflight, quick ? 1_000 : DEFAULT_INFLIGHT.queries, 'inflight'),
+    windowSeconds: intOption(
+      values['inflight-window'],
+      quick ? 10 : DEFAULT_INFLIGHT.windowSeconds,
+      'inflight-window',
+    ),
+    jobLatencyMs: quick ? 20_000 : DEFAULT_INFLIGHT.jobLatencyMs,
+    concurrency,
+  };
+  const polling = {
+    ...DEFAULT_POLLING_COST,
+    queries: intOption(values.polling, quick ? 30 : DEFAULT_POLLING_COST.queries, 'polling'),
+    jobLatencyMs: quick ? { min: 1_000, max: 8_000 } : DEFAULT_POLLING_COST.jobLatencyMs,
+  };
+
+  const started = Date.now();
+  // Other work on the machine (tests, builds) moves every figure: the load average tells.
+  const loadAtStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
+  const cleanup = new Cleanup();
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    process.stderr.write(`\nbench: ${signal}: stopping everything it started\n`);
+    void cleanup.run().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  const tmpDir = mkdtempSync(join(os.tmpdir(), 'cwbench-'));
+  cleanup.add('temporary directory', async () => rmSync(tmpDir, { recursive: true, force: true }));
+  const say = (message: string) =>
+    process.stderr.write(
+      `[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${message}\n`,
+    );
+  try {
+    const redis = await benchRedis(cleanup, values['shared-redis']);
+    say(`redis ${redis.version}: ${redis.origin} at ${redis.url}`);
+    const ctx: BenchContext = {
+      redis,
+      cleanup,
+      runId: randomBytes(4).toString('hex'),
+      tmpDir,
+      logLevel: values['log-level'],
+      secret: generateCrosswalkSecret(),
+      say,
+    };
+    if (!redis.private) {
+      // Scenarios delete their own keys as they end; this catches an interrupted one.
+      cleanup.add('bench keys', () => clearRedis(redis, `{cwbench-${ctx.runId}-`));
+    }
+    // Between scenarios the private Redis is emptied (synchronously) so memory figures start clean.
+    const reset = async () => {
+      if (redis.private) await redis.admin.flushall('SYNC');
+    };
+
+    const results: Results = {};
+    if (runs('ingest')) {
+      await reset();
+      results.ingest = await ingestScenario(ctx, ingest);
+    }
+    if (runs('pipeline')) {
+      await reset();
+      results.pipeline = await pipelineScenario(ctx, pipeline);
+    }
+    if (runs('inflight')) {
+      await reset();
+      results.in_flight = await inflightScenario(ctx, inflight);
+    }
+    if (runs('polling')) {
+      await reset();
+      results.polling_cost = await pollingCostScenario(ctx, polling);
+    }
+
+    const cpus = os.cpus();
+    const document = {
+      benchmark: 'concordance-worker',
+      started_at: new Date(started).toISOString(),
+      wall_seconds: Math.round((Date.now() - started) / 100) / 10,
+      command: `node bench/run-bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
+      machine: {
+        cpus: cpus.length,
+        cpu_model: cpus[0]?.model ?? 'unknown',
+        memory_gib: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+        platform: `${os.platform()} ${os.release()}`,
+        node: process.version,
+        redis: redis.version,
+        redis_origin: redis.origin,
+        bullmq: packageVersion('bullmq'),
+        commit: gitCommit(),
+        load_average_at_start: loadAtStart,
+        load_average_at_end: os.loadavg().map((l) => Math.round(l * 100) / 100),
+      },
+      notes: [
+        'Everything runs on this one machine: the load generator, the local service and Redis share its cores with the process measured.',
+        'Child processes log at LOG_LEVEL ' + ctx.logLevel + '.',
+        'Other processes on the machine move the figures: compare load_average_at_start/_end with the core count.',
+      ],
+      ...results,
+    };
+    const json = JSON.stringify(document);
+    const out = resolve(values.out);
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
+    process.stderr.write(
+      `\n${renderTable(tableRows(results))}\n\nwall time ${document.wall_seconds} s; JSON in ${out}\n`,
+    );
+    process.stdout.write(`${json}\n`);
+  } finally {
+    await cleanup.run();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(
+      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    process.exit(1);
+  },
+);

@@ -1,0 +1,200 @@
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  benchPrefix,
+  benchRecord,
+  CATEGORY,
+  forEachLimit,
+  type BenchContext,
+} from '../support/fixtures.ts';
+import { KeepAliveClient } from '../support/http-client.ts';
+import {
+  cliProcess,
+  clearRedis,
+  freePort,
+  processMemory,
+  waitForHttp,
+} from '../support/processes.ts';
+import { MiB, round, summarize, type Summary } from '../support/stats.ts';
+
+export interface IngestSettings {
+  patients: number;
+  openLoopRate: number;
+  openLoopSeconds: number;
+  closedLoopClients: number;
+  closedLoopSeconds: number;
+  warmupSeconds: number;
+}
+
+export const DEFAULT_INGEST: IngestSettings = {
+  patients: 300,
+  openLoopRate: 1_000,
+  openLoopSeconds: 10,
+  closedLoopClients: 32,
+  closedLoopSeconds: 10,
+  warmupSeconds: 3,
+};
+
+export interface IngestResult {
+  settings: IngestSettings & { setup: string; latency_measured_from: string };
+  open_loop: {
+    offered_per_s: number;
+    achieved_per_s: number | null;
+    sent: number;
+    statuses: Record<string, number>;
+    latency_ms: Summary;
+    /** How far behind its schedule the load generator sent (its own accuracy). */
+    send_lag_ms: Summary;
+  };
+  closed_loop: {
+    clients: number;
+    accepted_per_s: number | null;
+    completed: number;
+    statuses: Record<string, number>;
+    latency_ms: Summary;
+  };
+  ingest_rss_mib: number | null;
+}
+
+const TOKEN = 'bench-ingest-token-0123456789abcdef';
+
+function countStatus(statuses: Record<string, number>, status: number | string): void {
+  statuses[status] = (statuses[status] ?? 0) + 1;
+}
+
+/**
+ * Record updates accepted per second by one `concordance-worker ingest` process. Every patient has
+ * a preset, so each update stores the record and schedules (or joins) a query; no worker runs.
+ */
+export async function ingestScenario(
+  ctx: BenchContext,
+  settings: IngestSettings,
+): Promise<IngestResult> {
+  const prefix = benchPrefix(ctx, 'ingest');
+  const port = await freePort();
+  const proc = cliProcess('ingest', ['ingest'], {
+    REDIS_URL: ctx.redis.url,
+    REDIS_PREFIX: prefix,
+    INGEST_TOKENS: TOKEN,
+    CROSSWALK_KEY: ctx.secret,
+    INGEST_PORT: String(port),
+    INGEST_HOST: '127.0.0.1',
+    LOG_LEVEL: ctx.logLevel,
+  });
+  const removeProc = ctx.cleanup.add('ingest', () => proc.stop());
+  const client = new KeepAliveClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
+    ctx.say(`ingest: registering ${settings.patients} presets`);
+    const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-MRN-${i}`);
+    await forEachLimit(patients, 16, async (id) => {
+      const status = await client.send('PUT', `/v1/patients/${id}/presets/${CATEGORY}`);
+      if (status !== 201 && status !== 200) throw new Error(`preset PUT answered ${status}`);
+    });
+
+    const records = patients.map((_, i) => JSON.stringify(benchRecord(i)));
+    let seq = 0;
+    const body = () => {
+      const i = seq++;
+      const p = i % patients.length;
+      return `{"patient_id":"${patients[p]}","event_id":"bench-ev-${i}","changes":["Condition"],"assembled_patient":${records[p]}}`;
+    };
+    const post = () => client.send('POST', '/v1/record-updates', body());
+
+    // Closed loop, clients each sending back to back until the deadline.
+    const closedLoop = async (clients: number, seconds: number) => {
+      const latencies: number[] = [];
+      const statuses: Record<string, number> = {};
+      const start = performance.now();
+      const deadline = start + seconds * 1_000;
+      await Promise.all(
+        Array.from({ length: clients }, async () => {
+          while (performance.now() < deadline) {
+            const sent = performance.now();
+            countStatus(statuses, await post().catch(() => 'error'));
+            latencies.push(performance.now() - sent);
+          }
+        }),
+      );
+      return { latencies, statuses, elapsed: (performance.now() - start) / 1_000 };
+    };
+
+    ctx.say(`ingest: warm-up ${settings.warmupSeconds} s`);
+    await closedLoop(8, settings.warmupSeconds);
+
+    ctx.say(`ingest: open loop ${settings.openLoopRate}/s for ${settings.openLoopSeconds} s`);
+    const total = settings.openLoopRate * settings.openLoopSeconds;
+    const interval = 1_000 / settings.openLoopRate;
+    const openLatencies: number[] = [];
+    const sendLags: number[] = [];
+    const openStatuses: Record<string, number> = {};
+    const inFlight: Promise<void>[] = [];
+    const start = performance.now() + 20;
+    let lastDone = start;
+    for (let i = 0; i < total;) {
+      const now = performance.now();
+      while (i < total && start + i * interval <= now) {
+        const due = start + i * interval;
+        sendLags.push(now - due);
+        inFlight.push(
+          post().then(
+            (status) => {
+              lastDone = performance.now();
+              openLatencies.push(lastDone - due);
+              countStatus(openStatuses, status);
+            },
+            () => countStatus(openStatuses, 'error'),
+          ),
+        );
+        i++;
+      }
+      const wait = start + i * interval - performance.now();
+      await sleep(Math.max(0, wait));
+    }
+    await Promise.all(inFlight);
+    const openElapsed = (lastDone - start) / 1_000;
+
+    await sleep(500);
+    ctx.say(
+      `ingest: closed loop, ${settings.closedLoopClients} clients for ${settings.closedLoopSeconds} s`,
+    );
+    const closed = await closedLoop(settings.closedLoopClients, settings.closedLoopSeconds);
+    const rss = processMemory(proc.pid);
+    const accepted = closed.statuses['202'] ?? 0;
+
+    return {
+      settings: {
+        ...settings,
+        setup:
+          'one `concordance-worker ingest` child process (LOG_LEVEL ' +
+          ctx.logLevel +
+          '); load from the bench process over node:http keep-alive (same 2-core machine); ' +
+          `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, a new event_id ` +
+          'and changes [Condition]: it stores the record, checks idempotency and schedules/joins the patient query; no worker running',
+        latency_measured_from:
+          'open loop: the scheduled send time (so a stalled generator or server counts against latency); closed loop: the actual send time',
+      },
+      open_loop: {
+        offered_per_s: settings.openLoopRate,
+        achieved_per_s: round(openLatencies.length / openElapsed, 0),
+        sent: total,
+        statuses: openStatuses,
+        latency_ms: summarize(openLatencies),
+        send_lag_ms: summarize(sendLags),
+      },
+      closed_loop: {
+        clients: settings.closedLoopClients,
+        accepted_per_s: round(accepted / closed.elapsed, 0),
+        completed: closed.latencies.length,
+        statuses: closed.statuses,
+        latency_ms: summarize(closed.latencies),
+      },
+      ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
+    };
+  } finally {
+    client.close();
+    await proc.stop();
+    removeProc();
+    await clearRedis(ctx.redis, prefix);
+  }
+}

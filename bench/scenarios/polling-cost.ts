@@ -1,0 +1,182 @@
+import { Queue } from 'bullmq';
+import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import { QueryJobDataSchema } from '../../src/queries/query-job.ts';
+import {
+  API_KEY,
+  benchPrefix,
+  configFor,
+  forEachLimit,
+  preparePatients,
+  producer,
+  scheduleQueries,
+  startBenchSimulator,
+  startWorker,
+  until,
+  workerEnv,
+  writeConfig,
+  type BenchContext,
+} from '../support/fixtures.ts';
+import { clearRedis } from '../support/processes.ts';
+import { round, summarize, type Summary } from '../support/stats.ts';
+
+export interface PollSchedule {
+  first_delay_ms: number;
+  factor: number;
+  max_delay_ms: number;
+  jitter: number;
+  deadline_ms: number;
+}
+
+export interface PollingCostSettings {
+  queries: number;
+  jobLatencyMs: { min: number; max: number };
+  schedules: { name: string; poll: PollSchedule }[];
+}
+
+export const DEFAULT_POLLING_COST: PollingCostSettings = {
+  queries: 300,
+  jobLatencyMs: { min: 5_000, max: 60_000 },
+  schedules: [
+    {
+      name: 'default',
+      poll: {
+        first_delay_ms: 1_000,
+        factor: 2,
+        max_delay_ms: 30_000,
+        jitter: 0.2,
+        deadline_ms: 1_800_000,
+      },
+    },
+    {
+      name: 'cap 5 s',
+      poll: {
+        first_delay_ms: 1_000,
+        factor: 2,
+        max_delay_ms: 5_000,
+        jitter: 0.2,
+        deadline_ms: 1_800_000,
+      },
+    },
+  ],
+};
+
+export interface PollingCostLine {
+  schedule: string;
+  poll: PollSchedule;
+  completed: number;
+  polls_per_query: Summary;
+  detection_lag_ms: Summary;
+  seconds: number;
+}
+
+export interface PollingCostResult {
+  settings: PollingCostSettings & { setup: string; method: string };
+  lines: PollingCostLine[];
+}
+
+/**
+ * Polls per completed query and the lag from a remote job's end to the worker seeing it, for
+ * remote jobs of uniformly 5-60 s, under one or more poll schedules run side by side.
+ */
+export async function pollingCostScenario(
+  ctx: BenchContext,
+  settings: PollingCostSettings,
+): Promise<PollingCostResult> {
+  const simulator = await startBenchSimulator(ctx, {
+    minMs: settings.jobLatencyMs.min,
+    maxMs: settings.jobLatencyMs.max,
+  });
+  try {
+    ctx.say(
+      `polling cost: ${settings.queries} queries per schedule (${settings.schedules.map((s) => s.name).join(', ')}), ` +
+        `remote jobs ${settings.jobLatencyMs.min / 1000}-${settings.jobLatencyMs.max / 1000} s`,
+    );
+    const lines = await Promise.all(
+      settings.schedules.map((schedule, i) =>
+        runLine(ctx, settings, schedule, `poll${i}`, simulator.url),
+      ),
+    );
+    return {
+      settings: {
+        ...settings,
+        setup:
+          `simulator in the bench process, remote job durations uniform ${settings.jobLatencyMs.min}-${settings.jobLatencyMs.max} ms; ` +
+          `one \`concordance-worker work\` child per schedule (side by side, own key prefix, debounce 10 ms), ` +
+          `${settings.queries} patients with one END002 query each, all scheduled at once`,
+        method:
+          "polls per query: the query job's data.polls (pending answers) + 1 (the answer that found success). " +
+          "detection lag: the result event's created_at (taken right after the successful poll) minus the remote job's " +
+          'finishes_at (simulator GET /_admin/jobs/:job_id)',
+      },
+      lines,
+    };
+  } finally {
+    await simulator.close();
+  }
+}
+
+async function runLine(
+  ctx: BenchContext,
+  settings: PollingCostSettings,
+  schedule: PollingCostSettings['schedules'][number],
+  name: string,
+  simulatorUrl: string,
+): Promise<PollingCostLine> {
+  const prefix = benchPrefix(ctx, name);
+  const configPath = writeConfig(ctx, name, { debounce_ms: 10, poll: schedule.poll });
+  const config = configFor(configPath, workerEnv(ctx, prefix, simulatorUrl, 0));
+  const p = producer(ctx, config);
+  try {
+    const patients = await preparePatients(p, settings.queries, `${name}-MRN`);
+    const worker = await startWorker(ctx, `${name} worker`, { configPath, prefix, simulatorUrl });
+    const outbound = new Queue<ResultEvent>(config.delivery.outbound_queue.name, {
+      connection: p.context.redis,
+      prefix,
+    });
+    try {
+      const t0 = Date.now();
+      await scheduleQueries(p, patients);
+      const t1 = await until(async () => (await outbound.getWaitingCount()) >= settings.queries, {
+        everyMs: 250,
+        timeoutMs: 240_000,
+        what: `every result of schedule "${schedule.name}"`,
+      });
+      const events = await outbound.getJobs(['wait'], 0, -1);
+      const jobs = await p.queue.getJobs(['completed'], 0, -1);
+      const pollsByRemote = new Map<string, number>();
+      for (const job of jobs) {
+        const data = QueryJobDataSchema.safeParse(job.data);
+        if (data.success && data.data.remoteJobId !== undefined)
+          pollsByRemote.set(data.data.remoteJobId, data.data.polls + 1);
+      }
+      const polls: number[] = [];
+      const lags: number[] = [];
+      await forEachLimit(events, 16, async (job) => {
+        const event = job.data;
+        if (event.status !== 'completed' || event.remote_job_id === null) return;
+        const response = await fetch(`${simulatorUrl}/_admin/jobs/${event.remote_job_id}`, {
+          headers: { 'x-admin-key': API_KEY },
+        });
+        if (!response.ok) throw new Error(`GET /_admin/jobs answered ${response.status}`);
+        const timeline = (await response.json()) as { finishes_at: string };
+        lags.push(Date.parse(event.created_at) - Date.parse(timeline.finishes_at));
+        const count = pollsByRemote.get(event.remote_job_id);
+        if (count !== undefined) polls.push(count);
+      });
+      return {
+        schedule: schedule.name,
+        poll: schedule.poll,
+        completed: lags.length,
+        polls_per_query: summarize(polls, 2),
+        detection_lag_ms: summarize(lags, 0),
+        seconds: round((t1 - t0) / 1_000, 1) ?? 0,
+      };
+    } finally {
+      await outbound.close();
+      await worker.stop();
+    }
+  } finally {
+    await p.close();
+    await clearRedis(ctx.redis, prefix);
+  }
+}

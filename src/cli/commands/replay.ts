@@ -1,0 +1,75 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../../config/load-config.ts';
+import type { DeadLetter } from '../../delivery/dead-letter.ts';
+import { DeadLetterStore } from '../../delivery/dead-letter-store.ts';
+import { replayDeadLetters } from '../../delivery/replay-dead-letters.ts';
+import { WebhookChannel } from '../../delivery/webhook-channel.ts';
+import { requestConnection } from '../../queues/redis-connections.ts';
+
+interface ReplayOptions {
+  since?: Date;
+  category?: string;
+  dryRun?: boolean;
+}
+
+function instant(raw: string): Date {
+  const at = new Date(raw);
+  if (Number.isNaN(at.getTime())) {
+    throw new InvalidArgumentError(
+      'expected a date or time, e.g. 2026-11-02 or 2026-11-02T08:00:00Z',
+    );
+  }
+  return at;
+}
+
+const lastError = (letter: DeadLetter) =>
+  letter.last_error.status === null
+    ? letter.last_error.code
+    : `${letter.last_error.code} (HTTP ${letter.last_error.status})`;
+
+/** `concordance-worker replay`: re-drives dead-lettered webhook deliveries. */
+export function registerReplayCommand(program: Command): void {
+  program
+    .command('replay')
+    .description(
+      'send dead-lettered webhook deliveries again (oldest event first); a webhook worker delivers them',
+    )
+    .option('--since <time>', 'only events created at or after this time (ISO 8601)', instant)
+    .option('--category <ccsr>', 'only events of this CCSR category')
+    .option('--dry-run', 'list what would be re-driven and change nothing')
+    .action(async (options: ReplayOptions) => {
+      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      // Fails fast when Redis is unreachable, instead of waiting for it like a worker would.
+      const redis = requestConnection(config.redis.url, 'cw-replay', { enableOfflineQueue: true });
+      const prefix = config.redis.prefix;
+      const deadLetters = new DeadLetterStore({
+        redis,
+        prefix,
+        retentionDays: config.delivery.dead_letters.retention_days,
+      });
+      const channel = new WebhookChannel({ connection: redis, prefix });
+      try {
+        const replayed = await replayDeadLetters({
+          deadLetters,
+          channel,
+          filter: { since: options.since, category: options.category },
+          dryRun: options.dryRun === true,
+        });
+        for (const { letter, outcome } of replayed) {
+          const { event } = letter;
+          const note = outcome === undefined || outcome === 'requeued' ? '' : `  (${outcome})`;
+          process.stdout.write(
+            `${event.id}  ${event.ccsr_category}  ${event.created_at}  ${lastError(letter)}${note}\n`,
+          );
+        }
+        process.stdout.write(
+          options.dryRun === true
+            ? `${replayed.length} dead letter(s) would be re-driven (dry run: nothing changed)\n`
+            : `${replayed.length} dead letter(s) re-driven\n`,
+        );
+      } finally {
+        await channel.close();
+        await redis.quit();
+      }
+    });
+}

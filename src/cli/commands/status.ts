@@ -1,0 +1,97 @@
+import type { Command } from 'commander';
+import { loadConfig } from '../../config/load-config.ts';
+import { requestConnection } from '../../queues/redis-connections.ts';
+import {
+  readPipelineStatus,
+  type PipelineStatus,
+  type QueueStatus,
+} from '../../runtime/pipeline-status.ts';
+import { formatTable } from '../format-table.ts';
+
+/** `1.5 s`, `12 min 5 s`, `2 h 0 min`, `3 d 4 h`. */
+export function formatDuration(ms: number): string {
+  const s = Math.floor(ms / 1_000);
+  if (s < 60) return `${(ms / 1_000).toFixed(1)} s`;
+  if (s < 3_600) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86_400) return `${Math.floor(s / 3_600)} h ${Math.floor((s % 3_600) / 60)} min`;
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3_600)} h`;
+}
+
+function pausedCell(queue: QueueStatus): string {
+  if (queue.auth_paused) return 'yes (API key refused)';
+  return queue.paused ? 'yes' : 'no';
+}
+
+export function statusTable(status: PipelineStatus): string {
+  const table = formatTable(
+    [
+      'queue',
+      'waiting',
+      'delayed',
+      'active',
+      'completed',
+      'failed',
+      'paused',
+      'rate limited',
+      'oldest waiting',
+    ],
+    status.queues.map((q) => [
+      q.name,
+      String(q.counts.waiting + q.counts.prioritized),
+      String(q.counts.delayed),
+      String(q.counts.active),
+      String(q.counts.completed),
+      String(q.counts.failed),
+      pausedCell(q),
+      q.rate_limited_ms === null ? 'no' : `for ${formatDuration(q.rate_limited_ms)}`,
+      q.oldest_waiting_age_ms === null ? '-' : formatDuration(q.oldest_waiting_age_ms),
+    ]),
+  );
+  return [
+    table,
+    '',
+    `dead letters: ${status.dead_letters.count}`,
+    `(Redis prefix ${status.prefix}, ${status.generated_at})`,
+  ].join('\n');
+}
+
+/** The URL without its credentials, for messages. */
+function where(url: string): string {
+  try {
+    const { protocol, host } = new URL(url);
+    return `${protocol}//${host}`;
+  } catch {
+    return 'REDIS_URL';
+  }
+}
+
+/** `concordance-worker status [--json]`: queues, holds and dead letters, read from Redis. */
+export function registerStatusCommand(program: Command): void {
+  program
+    .command('status')
+    .description(
+      'queue counts, paused or rate-limited queues, the oldest waiting job, dead letters',
+    )
+    .option('--json', 'print one JSON document instead of a table')
+    .action(async (opts: { json?: boolean }) => {
+      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      const redis = requestConnection(config.redis.url, 'cw-status', {
+        lazyConnect: true,
+        retryStrategy: () => null,
+      });
+      redis.on('error', () => undefined);
+      try {
+        try {
+          await redis.connect();
+        } catch (err) {
+          throw new Error(`Redis at ${where(config.redis.url)} is unreachable`, { cause: err });
+        }
+        const status = await readPipelineStatus({ config, redis });
+        process.stdout.write(
+          `${opts.json ? JSON.stringify(status, null, 2) : statusTable(status)}\n`,
+        );
+      } finally {
+        redis.disconnect();
+      }
+    });
+}

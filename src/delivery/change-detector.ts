@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { normalizedContent } from './normalized-content.ts';
+import type { ResultEvent } from './result-event.ts';
+
+/**
+ * Compares with the key's last result and records this one, in one step. The event id is kept with
+ * the hash so that the same event handed over again (a query job retried after a crash) gets the
+ * same answer instead of "unchanged" against itself, which `only_changed` would then drop.
+ */
+const CHECK = `
+local last = redis.call('HMGET', KEYS[1], 'hash', 'event_id', 'changed')
+if last[2] == ARGV[2] then return tonumber(last[3]) end
+local changed = 1
+if last[1] == ARGV[1] then changed = 0 end
+redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'event_id', ARGV[2], 'changed', changed)
+return changed
+`;
+
+export interface ChangeDetectorOptions {
+  redis: Redis;
+  prefix: string;
+  /** Keys ignored at any depth (`delivery.change_detection.ignore_fields`). */
+  ignoreFields: readonly string[];
+}
+
+/**
+ * Decides whether a result differs from the last one handed over for its (patient_service_id,
+ * ccsr_category). Compared: the outcome (so a failure after a success counts as a change), the
+ * error code and the normalized concordance. The first result of a key is always a change.
+ */
+export class ChangeDetector {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #ignoreFields: readonly string[];
+
+  constructor({ redis, prefix, ignoreFields }: ChangeDetectorOptions) {
+    this.#redis = redis;
+    this.#prefix = prefix;
+    this.#ignoreFields = ignoreFields;
+  }
+
+  /** The fingerprint of what a result says (not of when or why it was produced). */
+  contentHash(event: ResultEvent): string {
+    // ignore_fields apply inside the concordance only: the outcome itself is never ignored.
+    const content = JSON.stringify([
+      event.status,
+      event.error?.code ?? null,
+      normalizedContent(event.concordance, this.#ignoreFields),
+    ]);
+    return createHash('sha256').update(content).digest('hex');
+  }
+
+  /** Records `event` as the key's latest result; true when it differs from the previous one. */
+  async check(event: ResultEvent): Promise<boolean> {
+    const key = `${this.#prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
+    const changed = await this.#redis.eval(CHECK, 1, key, this.contentHash(event), event.id);
+    return changed === 1;
+  }
+}

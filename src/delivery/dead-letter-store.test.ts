@@ -1,0 +1,73 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isolatedRedis } from '../../test/support/redis.ts';
+import type { DeadLetter } from './dead-letter.ts';
+import { DeadLetterStore } from './dead-letter-store.ts';
+
+let redis: Awaited<ReturnType<typeof isolatedRedis>>;
+let now = Date.parse('2026-11-02T08:00:00Z');
+let store: DeadLetterStore;
+beforeEach(async () => {
+  redis = await isolatedRedis();
+  store = new DeadLetterStore({
+    redis: redis.redis,
+    prefix: redis.prefix,
+    retentionDays: 2,
+    now: () => now,
+  });
+});
+afterEach(() => redis.cleanup());
+
+const letter = (createdAt: string, category = 'END002'): DeadLetter => ({
+  event: {
+    id: randomUUID(),
+    type: 'concordance.completed',
+    created_at: createdAt,
+    patient_id: 'p',
+    patient_service_id: 'psid',
+    ccsr_category: category,
+    record_version: 1,
+    triggered_by: { event_ids: [], count: 0, first_update_at: null, last_update_at: null },
+    remote_job_id: null,
+    status: 'completed',
+    concordance: {},
+    error: null,
+  },
+  channel: 'webhook',
+  last_error: { code: 'ERR_WEBHOOK_STATUS', status: 503, message: 'the endpoint answered 503' },
+  attempts: 3,
+  first_attempt_at: createdAt,
+  last_attempt_at: createdAt,
+  dead_lettered_at: createdAt,
+});
+
+describe('DeadLetterStore', () => {
+  it('lists by event time, filters by time and category, counts and removes', async () => {
+    const late = letter('2026-11-02T07:00:00.000Z', 'CIR007');
+    const early = letter('2026-11-01T07:00:00.000Z');
+    const middle = letter('2026-11-01T12:00:00.000Z');
+    for (const l of [late, early, middle]) await store.add(l);
+    const ids = (ls: DeadLetter[]) => ls.map((l) => l.event.id);
+    expect(ids(await store.list())).toEqual([early, middle, late].map((l) => l.event.id));
+    expect(ids(await store.list({ since: new Date(middle.event.created_at) }))).toEqual(
+      [middle, late].map((l) => l.event.id),
+    );
+    expect(ids(await store.list({ category: 'CIR007' }))).toEqual([late.event.id]);
+    expect(await store.count()).toBe(3);
+    expect(await store.get(early.event.id)).toEqual(early);
+    expect(await store.remove(early.event.id)).toBe(true);
+    expect(await store.remove(early.event.id)).toBe(false);
+    expect(await store.count()).toBe(2);
+  });
+
+  it('keeps a letter for the retention period from when it was dead-lettered', async () => {
+    const old = letter('2020-01-01T00:00:00.000Z');
+    await store.add(old);
+    now += 2 * 86_400_000 - 1;
+    expect(await store.count()).toBe(1);
+    now += 2;
+    expect(await store.count()).toBe(0);
+    expect(await store.list()).toEqual([]);
+    expect(await redis.redis.exists(`${redis.prefix}:dead-letters:by-time`)).toBe(0);
+  });
+});

@@ -1,0 +1,25 @@
+import { z } from 'zod';
+import { ResultEventSchema } from './result-event.ts';
+
+/** The last thing that went wrong with a dead-lettered delivery. */
+export const DeadLetterErrorSchema = z.object({
+  /** e.g. `ERR_WEBHOOK_GONE`, `ERR_WEBHOOK_STATUS`, `ERR_WEBHOOK_TIMEOUT`, `ERR_WEBHOOK_NETWORK`. */
+  code: z.string(),
+  /** The endpoint's HTTP status, when it answered. */
+  status: z.int().nullable(),
+  message: z.string(),
+});
+export type DeadLetterError = z.infer<typeof DeadLetterErrorSchema>;
+
+/** A result event a channel gave up on, kept for `concordance-worker replay`. */
+export const DeadLetterSchema = z.object({
+  event: ResultEventSchema,
+  /** The channel that gave up (`webhook`). */
+  channel: z.string(),
+  last_error: DeadLetterErrorSchema,
+  attempts: z.int().min(0),
+  first_attempt_at: z.iso.datetime().nullable(),
+  last_attempt_at: z.iso.datetime().nullable(),
+  dead_lettered_at: z.iso.datetime(),
+});
+export type DeadLetter = z.infer<typeof DeadLetterSchema>;

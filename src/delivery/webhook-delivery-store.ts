@@ -1,0 +1,308 @@
+import type { ChainableCommander, Redis } from 'ioredis';
+import { ResultEventSchema, type ResultEvent } from './result-event.ts';
+import { DeadLetterErrorSchema, type DeadLetterError } from './dead-letter.ts';
+
+/** Hands an event to the webhook once: a second hand-over of the same id changes nothing. */
+const ENQUEUE = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if state then return {state, redis.call('HGET', KEYS[1], 'job')} end
+local seq = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], 'key', ARGV[2], 'event', ARGV[3], 'state', 'pending', 'job', ARGV[1],
+  'enqueued_at', ARGV[4], 'attempts', 0)
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[2])
+return {'new', ARGV[1]}
+`;
+
+/**
+ * Puts a dead-lettered event back at the end of its key's line with a fresh clock and a new job
+ * id (the old job may still be in the queue's bookkeeping, and an existing id makes add a no-op).
+ */
+const REQUEUE = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if state == 'pending' or state == 'delivered' then return {state, redis.call('HGET', KEYS[1], 'job')} end
+local replays = redis.call('HINCRBY', KEYS[1], 'replays', 1)
+local job = ARGV[1] .. '-r' .. replays
+redis.call('HDEL', KEYS[1], 'first_attempt_at', 'last_attempt_at', 'last_error', 'finished_at')
+redis.call('PERSIST', KEYS[1])
+local seq = redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[1], 'key', ARGV[2], 'event', ARGV[3], 'state', 'pending', 'job', job,
+  'enqueued_at', ARGV[4], 'attempts', 0)
+redis.call('ZADD', KEYS[2], seq, ARGV[1])
+redis.call('SADD', KEYS[4], ARGV[2])
+return {'requeued', job}
+`;
+
+/**
+ * Starts an attempt, but only for the job that owns the event and only when the event is first in
+ * its key's line. The attempt is counted before the request is sent, so that a crash mid-request
+ * still counts.
+ */
+const BEGIN = `
+local s = redis.call('HMGET', KEYS[1], 'state', 'job', 'key', 'event', 'enqueued_at', 'first_attempt_at')
+if not s[1] then return {'missing'} end
+if s[1] ~= 'pending' then return {s[1]} end
+if s[2] ~= ARGV[2] then return {'stale'} end
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+if head ~= ARGV[1] then return {'waiting', head or ''} end
+local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
+local first = s[6] or ARGV[3]
+redis.call('HSET', KEYS[1], 'first_attempt_at', first, 'last_attempt_at', ARGV[3])
+return {'go', s[4], s[5], tostring(attempts), first}
+`;
+
+/** Ends an event's delivery (delivered or dead) and names the next in its key's line. */
+const FINISH = `
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'finished_at', ARGV[3])
+redis.call('HDEL', KEYS[1], 'event')
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('ZREM', KEYS[2], ARGV[1])
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+if not head then
+  redis.call('SREM', KEYS[3], ARGV[5])
+  return ''
+end
+return head
+`;
+
+export interface WebhookDeliveryStoreOptions {
+  redis: Redis;
+  prefix: string;
+  /**
+   * How long a delivered event's marker is kept: a hand-over of the same event id within this time
+   * makes no second POST. @defaultValue 7 days
+   */
+  deliveredTtlS?: number;
+  /** How long a dead event's marker is kept (its letter holds the event). @defaultValue 30 days */
+  deadTtlS?: number;
+}
+
+/** What {@link WebhookDeliveryStore.begin} decided for a job. */
+export type AttemptStart =
+  | {
+      kind: 'go';
+      key: string;
+      event: ResultEvent;
+      enqueuedAt: number;
+      attempt: number;
+      firstAttemptAt: number;
+    }
+  | { kind: 'waiting'; head: string | undefined }
+  | { kind: 'missing' | 'delivered' | 'dead' | 'stale' };
+
+/** An event's delivery state as kept, for the recovery sweep and for tests. */
+export interface DeliveryState {
+  state: 'pending' | 'delivered' | 'dead';
+  key: string;
+  job: string;
+  attempts: number;
+  enqueuedAt: number;
+  firstAttemptAt: number | undefined;
+  lastAttemptAt: number | undefined;
+  lastError: DeadLetterError | undefined;
+}
+
+/** The (patient_service_id, ccsr_category) whose results must arrive in order. */
+export function queryKeyOf(event: Pick<ResultEvent, 'patient_service_id' | 'ccsr_category'>) {
+  return `${event.patient_service_id}/${event.ccsr_category}`;
+}
+
+/**
+ * The webhook's per-event state and per-key lines in Redis. Each (patient_service_id,
+ * ccsr_category) has a line (a sorted set scored by a global sequence, i.e. hand-over order); only
+ * the event first in its line is ever sent, and it leaves the line only once delivered or
+ * dead-lettered. So an older result can never arrive after a newer one of the same key, however
+ * retries, workers and crashes interleave.
+ */
+export class WebhookDeliveryStore {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #deliveredTtlS: number;
+  readonly #deadTtlS: number;
+
+  constructor({
+    redis,
+    prefix,
+    deliveredTtlS = 7 * 86_400,
+    deadTtlS = 30 * 86_400,
+  }: WebhookDeliveryStoreOptions) {
+    this.#redis = redis;
+    this.#prefix = prefix;
+    this.#deliveredTtlS = deliveredTtlS;
+    this.#deadTtlS = deadTtlS;
+  }
+
+  #eventKey(id: string): string {
+    return `${this.#prefix}:webhook:event:${id}`;
+  }
+
+  #lineKey(key: string): string {
+    return `${this.#prefix}:webhook:line:${key}`;
+  }
+
+  get #seqKey(): string {
+    return `${this.#prefix}:webhook:seq`;
+  }
+
+  get #keysKey(): string {
+    return `${this.#prefix}:webhook:keys`;
+  }
+
+  /**
+   * Puts `event` at the end of its key's line, once. Returns the event's state and the id of the
+   * job that delivers it (`new` for a first hand-over).
+   */
+  async enqueue(event: ResultEvent, now: number): Promise<{ state: string; job: string }> {
+    const key = queryKeyOf(event);
+    const [state, job] = (await this.#redis.eval(
+      ENQUEUE,
+      4,
+      this.#eventKey(event.id),
+      this.#lineKey(key),
+      this.#seqKey,
+      this.#keysKey,
+      event.id,
+      key,
+      JSON.stringify(event),
+      now,
+    )) as [string, string];
+    return { state, job };
+  }
+
+  /** Stages a {@link REQUEUE} in a MULTI (replay removes the dead letter in the same step). */
+  stageRequeue(multi: ChainableCommander, event: ResultEvent, now: number): ChainableCommander {
+    const key = queryKeyOf(event);
+    return multi.eval(
+      REQUEUE,
+      4,
+      this.#eventKey(event.id),
+      this.#lineKey(key),
+      this.#seqKey,
+      this.#keysKey,
+      event.id,
+      key,
+      JSON.stringify(event),
+      now,
+    );
+  }
+
+  async begin(eventId: string, jobId: string, key: string, now: number): Promise<AttemptStart> {
+    const reply = (await this.#redis.eval(
+      BEGIN,
+      2,
+      this.#eventKey(eventId),
+      this.#lineKey(key),
+      eventId,
+      jobId,
+      now,
+    )) as string[];
+    const [kind, a, b, c, d] = reply;
+    if (kind === 'go') {
+      return {
+        kind,
+        key,
+        event: ResultEventSchema.parse(JSON.parse(a ?? '')),
+        enqueuedAt: Number(b),
+        attempt: Number(c),
+        firstAttemptAt: Number(d),
+      };
+    }
+    if (kind === 'waiting') return { kind, head: a === '' ? undefined : a };
+    if (kind === 'delivered' || kind === 'dead' || kind === 'stale') return { kind };
+    return { kind: 'missing' };
+  }
+
+  /** The key an event belongs to, from its state (undefined once the marker expired). */
+  async keyOf(eventId: string): Promise<string | undefined> {
+    return (await this.#redis.hget(this.#eventKey(eventId), 'key')) ?? undefined;
+  }
+
+  async recordFailure(eventId: string, error: DeadLetterError): Promise<void> {
+    await this.#redis.hset(this.#eventKey(eventId), 'last_error', JSON.stringify(error));
+  }
+
+  /** Marks the event delivered; returns the next event of its key's line, if any. */
+  async delivered(eventId: string, key: string, now: number): Promise<string | undefined> {
+    return this.#finish(this.#redis.multi(), eventId, key, 'delivered', now, this.#deliveredTtlS);
+  }
+
+  /**
+   * Marks the event dead, in one MULTI with whatever `stage` adds (the dead letter), so that an
+   * event is either still in its line or kept as a letter, never neither nor both.
+   */
+  async dead(
+    eventId: string,
+    key: string,
+    now: number,
+    stage: (multi: ChainableCommander) => ChainableCommander,
+  ): Promise<string | undefined> {
+    return this.#finish(stage(this.#redis.multi()), eventId, key, 'dead', now, this.#deadTtlS);
+  }
+
+  async #finish(
+    multi: ChainableCommander,
+    eventId: string,
+    key: string,
+    state: 'delivered' | 'dead',
+    now: number,
+    ttlS: number,
+  ): Promise<string | undefined> {
+    const results = await multi
+      .eval(
+        FINISH,
+        3,
+        this.#eventKey(eventId),
+        this.#lineKey(key),
+        this.#keysKey,
+        eventId,
+        state,
+        now,
+        ttlS,
+        key,
+      )
+      .exec();
+    const last = results?.at(-1);
+    if (last === undefined || last[0] !== null) throw last?.[0] ?? new Error('MULTI was discarded');
+    return last[1] === '' ? undefined : (last[1] as string);
+  }
+
+  async state(eventId: string): Promise<DeliveryState | undefined> {
+    const h = await this.#redis.hgetall(this.#eventKey(eventId));
+    if (h.state === undefined) return undefined;
+    const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+    return {
+      state: h.state as DeliveryState['state'],
+      key: h.key ?? '',
+      job: h.job ?? '',
+      attempts: Number(h.attempts ?? 0),
+      enqueuedAt: Number(h.enqueued_at ?? 0),
+      firstAttemptAt: num(h.first_attempt_at),
+      lastAttemptAt: num(h.last_attempt_at),
+      lastError:
+        h.last_error === undefined
+          ? undefined
+          : DeadLetterErrorSchema.parse(JSON.parse(h.last_error)),
+    };
+  }
+
+  /** The event first in `key`'s line. */
+  async head(key: string): Promise<string | undefined> {
+    const [head] = await this.#redis.zrange(this.#lineKey(key), '0', '0');
+    return head;
+  }
+
+  /** The ids in `key`'s line, first to last. */
+  async line(key: string): Promise<string[]> {
+    return this.#redis.zrange(this.#lineKey(key), '0', '-1');
+  }
+
+  /** Every key whose line is not empty, in pages (for the recovery sweep). */
+  async *keys(): AsyncGenerator<string> {
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.#redis.sscan(this.#keysKey, cursor, 'COUNT', 200);
+      cursor = next;
+      yield* keys;
+    } while (cursor !== '0');
+  }
+}

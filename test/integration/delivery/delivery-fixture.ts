@@ -1,0 +1,218 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import type { Config } from '../../../src/config/config-schema.ts';
+import { loadConfig } from '../../../src/config/load-config.ts';
+import {
+  createDeliveryRouter,
+  type DeliveryRouting,
+} from '../../../src/delivery/create-delivery-router.ts';
+import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
+import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import { WebhookChannel } from '../../../src/delivery/webhook-channel.ts';
+import { PipelineMetrics } from '../../../src/observability/pipeline-metrics.ts';
+import { workerConnection } from '../../../src/queues/redis-connections.ts';
+import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
+import { captureLogs, type LogCapture } from '../../support/log-capture.ts';
+import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
+import {
+  startWebhookReceiver,
+  type ReceivedAttempt,
+  type WebhookReceiver,
+} from '../../../tools/webhook-receiver.ts';
+
+export const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+
+/** Fast retries: 50 ms first, capped at 400 ms. */
+export function deliveryConfig(
+  url: string,
+  secret: string,
+  delivery: {
+    only_changed?: boolean;
+    outbound_queue?: boolean;
+    max_age_ms?: number;
+  } = {},
+): Config {
+  const config = loadConfig({ env: { WEBHOOK_URL: url, WEBHOOK_SECRET: secret } });
+  return {
+    ...config,
+    delivery: {
+      ...config.delivery,
+      only_changed: delivery.only_changed ?? false,
+      outbound_queue: {
+        ...config.delivery.outbound_queue,
+        enabled: delivery.outbound_queue ?? false,
+      },
+      webhook: {
+        ...config.delivery.webhook,
+        backoff: { first_delay_ms: 50, max_delay_ms: 400, jitter: 0.2 },
+        max_age_ms: delivery.max_age_ms ?? 60_000,
+      },
+    },
+  };
+}
+
+let clock = Date.parse('2026-11-02T08:00:00.000Z');
+
+/** A result event as the query worker makes them; each call is a little newer than the last. */
+export function makeEvent(overrides: Partial<ResultEvent> = {}): ResultEvent {
+  clock += 1_000;
+  return {
+    id: randomUUID(),
+    type: 'concordance.completed',
+    created_at: new Date(clock).toISOString(),
+    patient_id: 'MRN-0001',
+    patient_service_id: 'psid-0001',
+    ccsr_category: 'END002',
+    record_version: 1,
+    triggered_by: {
+      event_ids: ['evt-1'],
+      count: 1,
+      first_update_at: new Date(clock - 500).toISOString(),
+      last_update_at: new Date(clock - 500).toISOString(),
+    },
+    remote_job_id: `job-${clock}`,
+    status: 'completed',
+    concordance: { concordant: true, guidelines: [{ id: 'ADA-2026-9.1', met: true }] },
+    error: null,
+    ...overrides,
+  };
+}
+
+/**
+ * The webhook path on an isolated Redis prefix: a real receiver, the router (with change
+ * detection), and one or more webhook workers, with logs and metrics captured.
+ */
+export class DeliveryFixture {
+  readonly secret: string;
+  readonly receiver: WebhookReceiver;
+  readonly config: Config;
+  readonly redis: Redis;
+  readonly prefix: string;
+  readonly logs: LogCapture;
+  readonly metrics: PipelineMetrics;
+  readonly registry: Registry;
+  readonly routing: DeliveryRouting;
+  readonly deadLetters: DeadLetterStore;
+  readonly #closers: (() => Promise<unknown>)[];
+
+  private constructor(parts: {
+    secret: string;
+    receiver: WebhookReceiver;
+    config: Config;
+    redis: Redis;
+    prefix: string;
+    logs: LogCapture;
+    registry: Registry;
+    routing: DeliveryRouting;
+    deadLetters: DeadLetterStore;
+    closers: (() => Promise<unknown>)[];
+  }) {
+    this.secret = parts.secret;
+    this.receiver = parts.receiver;
+    this.config = parts.config;
+    this.redis = parts.redis;
+    this.prefix = parts.prefix;
+    this.logs = parts.logs;
+    this.registry = parts.registry;
+    this.metrics = new PipelineMetrics(parts.registry);
+    this.routing = parts.routing;
+    this.deadLetters = parts.deadLetters;
+    this.#closers = parts.closers;
+  }
+
+  static async start(
+    options: {
+      respond?: (attempt: Omit<ReceivedAttempt, 'status'>) => number;
+      delivery?: Parameters<typeof deliveryConfig>[2];
+      /** How many webhook workers to start. @defaultValue 1 */
+      workers?: number;
+    } = {},
+  ): Promise<DeliveryFixture> {
+    const secret = newSecret();
+    const receiver = await startWebhookReceiver({ secret, respond: options.respond });
+    const config = deliveryConfig(receiver.url, secret, options.delivery);
+    const isolated = await isolatedRedis();
+    const { redis, prefix } = isolated;
+    const logs = captureLogs();
+    const registry = new Registry();
+    const metrics = new PipelineMetrics(registry);
+    const routing = createDeliveryRouter({
+      config,
+      connection: redis,
+      prefix,
+      logger: logs.logger,
+      metrics,
+    });
+    const deadLetters = new DeadLetterStore({ redis, prefix });
+    const fixture = new DeliveryFixture({
+      secret,
+      receiver,
+      config,
+      redis,
+      prefix,
+      logs,
+      registry,
+      routing,
+      deadLetters,
+      closers: [() => routing.close(), () => receiver.close(), () => isolated.cleanup()],
+    });
+    for (let i = 0; i < (options.workers ?? 1); i++) await fixture.startWorker();
+    return fixture;
+  }
+
+  /** A webhook worker on its own connection, as a separate worker process would have. */
+  async startWorker(): Promise<void> {
+    const connection = workerConnection(testRedisUrl(), 'test-webhook-worker');
+    const { worker, queue } = await initWebhookDeliveries({
+      config: this.config,
+      connection,
+      prefix: this.prefix,
+      logger: this.logs.logger,
+      metrics: this.metrics,
+      deadLetters: this.deadLetters,
+    });
+    this.#closers.unshift(async () => {
+      await worker.close();
+      await queue.close();
+      connection.disconnect();
+    });
+  }
+
+  get webhook(): WebhookChannel {
+    const channel = this.routing.channels.find((c) => c instanceof WebhookChannel);
+    if (!(channel instanceof WebhookChannel)) throw new Error('the webhook channel is off');
+    return channel;
+  }
+
+  /** Hands events to the router one after the other, as the query worker does. */
+  async deliver(...events: ResultEvent[]): Promise<void> {
+    for (const event of events) await this.routing.router.deliver(event);
+  }
+
+  /** Resolves once every event id has been acknowledged by the receiver. */
+  async untilReceived(...ids: string[]): Promise<void> {
+    await this.receiver.until((r) => ids.every((id) => r.events.some((e) => e.webhookId === id)));
+  }
+
+  /** Resolves once the worker has logged the outcome of `id` (after its state is stored). */
+  async untilOutcome(id: string, outcome: 'delivered' | 'dead_lettered'): Promise<void> {
+    await this.logs.waitFor((e) => e.event_id === id && e.outcome === outcome);
+  }
+
+  attemptsOf(id: string): ReceivedAttempt[] {
+    return this.receiver.attempts.filter((a) => a.webhookId === id);
+  }
+
+  async counter(name: string, labels: Record<string, string>): Promise<number> {
+    const metric = (await this.registry.getMetricsAsJSON()).find((m) => m.name === name);
+    const values = (metric?.values ?? []) as { labels: Record<string, unknown>; value: number }[];
+    return values
+      .filter((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want))
+      .reduce((sum, v) => sum + v.value, 0);
+  }
+
+  async close(): Promise<void> {
+    for (const close of this.#closers.splice(0)) await close();
+  }
+}
