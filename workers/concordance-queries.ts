@@ -11,6 +11,9 @@ import { resultEvent, type OutcomeDetails } from '../src/queries/query-outcome.t
 import type { QueryState } from '../src/queries/query-state.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
+import { assemblePatient, RecordNotAssemblableError } from '../src/records/assemble-patient.ts';
+import { emptyClinicalRecord } from '../src/records/clinical-record.ts';
+import { knownIdentifiers } from '../src/records/known-identifiers.ts';
 import { IdentifierLeakError, prepareForService } from '../src/records/prepare-for-service.ts';
 import type { RecordStore } from '../src/records/record-store.ts';
 import type { ServiceClient } from '../src/service/create-service-client.ts';
@@ -177,7 +180,8 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     }
     const stored = await records.get(data.patientServiceId);
     const localId = await crosswalk.localIdOf(data.patientServiceId);
-    if (stored === undefined || localId === undefined) {
+    const hasRecord = stored?.record !== undefined || stored?.clinical !== undefined;
+    if (stored === undefined || !hasRecord || localId === undefined) {
       return finish(job, data, {
         outcome: 'rejected',
         failure: { code: 'ERR_RECORD_MISSING', message: 'no record is stored for this patient' },
@@ -185,8 +189,13 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     }
     let remoteJobId: string;
     try {
-      const payload = await prepareForService(stored.record, {
+      // A record sent as JSON takes precedence; otherwise the feeds' record is assembled now.
+      const assembled =
+        stored.record ??
+        assemblePatient(stored.clinical ?? emptyClinicalRecord(), { now: new Date(now()) });
+      const payload = await prepareForService(assembled, {
         localId,
+        knownIdentifiers: stored.clinical ? knownIdentifiers(localId, stored.clinical.patient) : [],
         identifyingFields: config.privacy.identifying_fields,
         opaqueFhirId: (fhirId) => crosswalk.opaqueFhirId(data.patientServiceId, fhirId),
       });
@@ -196,7 +205,11 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       ));
     } catch (err) {
       const withVersion = { ...data, recordVersion: stored.version };
-      if (err instanceof IdentifierLeakError || err instanceof ServiceValidationError) {
+      if (
+        err instanceof IdentifierLeakError ||
+        err instanceof RecordNotAssemblableError ||
+        err instanceof ServiceValidationError
+      ) {
         return finish(job, withVersion, {
           outcome: 'rejected',
           failure: {

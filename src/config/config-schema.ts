@@ -62,6 +62,27 @@ const QueriesSchema = z.strictObject({
   lock_duration_ms: z.int().min(1_000),
 });
 
+const Hl7v2Schema = z.strictObject({
+  mllp: z.strictObject({
+    enabled: z.boolean(),
+    port,
+    host: z.string().min(1),
+    max_message_bytes: z.int().min(1_024),
+    idle_timeout_ms: z.int().positive(),
+    tls: z.strictObject({
+      cert_path: z.string().min(1).nullable(),
+      key_path: z.string().min(1).nullable(),
+    }),
+  }),
+  patient_id: z.strictObject({
+    type_code: z.string().min(1),
+    assigning_authority: z.string().min(1).nullable(),
+  }),
+  transient_reply: z.enum(['close', 'AR']),
+  ignored_types: z.array(z.string().min(1)),
+});
+export type Hl7v2Config = z.infer<typeof Hl7v2Schema>;
+
 export const ConfigSchema = z.strictObject({
   service: ServiceSchema,
   log: z.strictObject({
@@ -88,7 +109,23 @@ export const ConfigSchema = z.strictObject({
       crosswalk_key: z.string().min(1).optional(),
     })
     .default({}),
-  presets: z.strictObject({ rules: z.array(RuleSchema) }),
+  fhir: z.strictObject({
+    /** `FHIR_BASE_URL`: where id-only notification payloads are fetched from. */
+    base_url: httpUrl.nullable(),
+    /** The Patient identifier system whose value is the local id; null = the logical id. */
+    patient_identifier_system: z.string().min(1).nullable(),
+    timeout_ms: z.int().positive(),
+    /** Set only from the environment (`FHIR_TOKEN`). */
+    token: z.string().min(1).optional(),
+  }),
+  hl7v2: Hl7v2Schema,
+  presets: z.strictObject({
+    rules: z.array(RuleSchema),
+    from_problem_list: z.strictObject({
+      enabled: z.boolean(),
+      categories: z.enum(['all', 'outpatient_default']),
+    }),
+  }),
   privacy: z.strictObject({ identifying_fields: z.array(z.string().min(1)) }),
   queries: QueriesSchema,
   worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),

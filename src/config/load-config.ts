@@ -55,10 +55,13 @@ const ENV_PATHS: readonly [
   ['INGEST_PORT', ['ingest', 'port'], 'int'],
   ['INGEST_HOST', ['ingest', 'host'], 'string'],
   ['INGEST_TOKENS', ['ingest', 'tokens'], 'list'],
+  ['MLLP_PORT', ['hl7v2', 'mllp', 'port'], 'int'],
   ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
   ['WEBHOOK_URL', ['delivery', 'webhook', 'url'], 'string'],
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
+  ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
+  ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
 ];
 
 /** Values only the environment may set: a file that holds one is refused. */
@@ -67,6 +70,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['ingest', 'tokens'], 'INGEST_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
+  [['fhir', 'token'], 'FHIR_TOKEN'],
 ];
 
 function has(tree: Tree, path: readonly string[]): boolean {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
+import { PatientIdentityFacetsSchema } from './clinical-record.ts';
+import { knownIdentifiers } from './known-identifiers.ts';
 import { IdentifierLeakError, prepareForService } from './prepare-for-service.ts';
 
 const base: AssembledPatient = {
@@ -51,5 +53,130 @@ describe('prepareForService', () => {
     await expect(prepareForService(leaky, { ...options, localId: '40' })).rejects.toThrow(
       IdentifierLeakError,
     );
+  });
+});
+
+describe('prepareForService: knownIdentifiers', () => {
+  const facets = PatientIdentityFacetsSchema.parse({
+    birthDate: '1957-08-19',
+    gender: 'female',
+    race: ['White'],
+    names: ['White^Janet^Q'],
+    identifiers: ['MRN-PLANT-4471', '4548', '999-88-7777'],
+    phones: ['(555) 867-5309'],
+    emails: ['janet.white@example.org'],
+    addresses: ['42 Larkspur Road^^Springfield^IL^44054'],
+  });
+  const known = knownIdentifiers('LOCAL-31', facets);
+
+  /** A typical payload: codes, numbers and days that must not collide with the ids above. */
+  const clean: AssembledPatient = {
+    nodes: [
+      {
+        id: 'n1',
+        node_type: 'observation',
+        notable: true,
+        coding: [{ system: 'http://loinc.org', code: '4548-4', display: 'Hemoglobin A1c' }],
+        metadata: { value: 8.1, unit: '%', reference_range: '4.0-5.6', days_before_assembly: 4547 },
+      },
+      {
+        id: 'n2',
+        node_type: 'condition',
+        notable: true,
+        fhir_id: 'Condition/c1',
+        coding: [
+          { system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9', display: 'T2DM' },
+          {
+            system: 'http://snomed.info/sct',
+            code: '44054006',
+            display: 'Diabetes mellitus type 2',
+          },
+        ],
+        metadata: { status: 'active', problem_list: true, days_before_assembly: 45480 },
+      },
+      {
+        id: 'n3',
+        node_type: 'intervention',
+        notable: false,
+        coding: [
+          { system: 'http://www.nlm.nih.gov/research/umls/rxnorm', code: '860975' },
+          { system: 'http://snomed.info/sct', code: '1145480001' },
+          { system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'Z45.48' },
+        ],
+        metadata: { intervention_type: 'medication', value: 14548 },
+      },
+    ],
+    relationships: [],
+    demographics: { age: 68, gender: 'female', race: 'White' },
+  };
+  const prepare = (record: AssembledPatient) =>
+    prepareForService(record, { ...options, localId: 'LOCAL-31', knownIdentifiers: known });
+
+  /** `clean` with `value` planted as a metadata string of the first node. */
+  const planted = (value: unknown, key = 'note'): AssembledPatient => ({
+    ...clean,
+    nodes: clean.nodes.map((node, i) => (i === 0 ? { ...node, metadata: { [key]: value } } : node)),
+  });
+
+  it('accepts a clean payload with typical codes and numbers', async () => {
+    const prepared = await prepare(clean);
+    expect(prepared.nodes).toHaveLength(3);
+    expect(prepared.demographics.race).toBe('White');
+  });
+
+  it.each([
+    ['the whole name', 'WHITE^JANET^Q'],
+    ['a name part', 'seen with Janet'],
+    ['the MRN', 'ref mrn-plant-4471'],
+    ['a 4-digit MRN standing alone', 'chart 4548.'],
+    ['a 4-digit MRN as a whole value', '4548'],
+    ['the SSN as given', 'ssn 999-88-7777'],
+    ['the SSN as digits', '999887777'],
+    ['the birth date YYYY-MM-DD', 'dob 1957-08-19'],
+    ['the birth date YYYYMMDD', '19570819'],
+    ['the birth date MM/DD/YYYY', '08/19/1957'],
+    ['the birth date DD/MM/YYYY', '19/08/1957'],
+    ['the phone as given', 'call (555) 867-5309'],
+    ['the phone digits, other punctuation', '555.867.5309'],
+    ['the phone digits, bare', '+15558675309'],
+    ['the email', 'JANET.WHITE@example.org'],
+    ['an address line', '42 larkspur road'],
+    ['the city', 'Springfield'],
+    ['the zip code', 'zip 44054'],
+    ['the local id', 'local-31'],
+  ])('refuses %s, without the value in the error', async (_form, value) => {
+    const error = await prepare(planted(value)).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(IdentifierLeakError);
+    expect((error as IdentifierLeakError).code).toBe('ERR_IDENTIFIER_LEAK');
+    expect((error as Error).message).not.toContain(value);
+    expect((error as Error).message.toLowerCase()).not.toMatch(/janet|white|4548|555|1957/);
+  });
+
+  it('refuses an identifier used as a key, and a numeric identifier as a number', async () => {
+    await expect(prepare(planted(1, 'Janet'))).rejects.toThrow(IdentifierLeakError);
+    await expect(prepare(planted(4548))).rejects.toThrow(IdentifierLeakError);
+    await expect(prepare(planted(5558675309))).rejects.toThrow(IdentifierLeakError);
+  });
+
+  it('refuses a name in the race field when race is not a known category', async () => {
+    const leaky = { ...clean, demographics: { age: 68, race: 'Janet White' } };
+    await expect(prepare(leaky)).rejects.toThrow(IdentifierLeakError);
+    const surname = { ...clean, demographics: { age: 68, race: 'white' } };
+    await expect(prepare(surname)).resolves.toMatchObject({ demographics: { race: 'white' } });
+  });
+
+  it('does not let a short numeric id hide inside codes or longer numbers', async () => {
+    for (const value of ['4548-4', '14548', '4548.5', 'Z4548', '1.4548', '45481']) {
+      await expect(prepare(planted(value))).resolves.toBeDefined();
+    }
+    await expect(prepare(planted('MRN 4548-'))).rejects.toThrow(IdentifierLeakError);
+  });
+
+  it('matches ids of fewer than 4 characters only as whole values', async () => {
+    const short = { ...options, localId: 'LOCAL-31', knownIdentifiers: ['Li', '7'] };
+    await expect(prepareForService(planted('Lithium, Li-ion'), short)).resolves.toBeDefined();
+    await expect(prepareForService(planted(' li '), short)).rejects.toThrow(IdentifierLeakError);
+    await expect(prepareForService(planted(7), short)).rejects.toThrow(IdentifierLeakError);
+    await expect(prepareForService(planted(17), short)).resolves.toBeDefined();
   });
 });

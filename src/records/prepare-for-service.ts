@@ -1,12 +1,19 @@
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 
-/** The payload still holds the patient's local identifier: it is refused, not sent. */
+/**
+ * The payload still holds the patient's local identifier or another of the patient's known
+ * identifiers: it is refused, not sent. The message never contains the value found.
+ */
 export class IdentifierLeakError extends Error {
   static readonly code = 'ERR_IDENTIFIER_LEAK';
   readonly code = IdentifierLeakError.code;
 
-  constructor() {
-    super('the assembled record still contains the local patient identifier; not sent');
+  constructor(which: 'local id' | 'known identifier' = 'local id') {
+    super(
+      which === 'local id'
+        ? 'the assembled record still contains the local patient identifier; not sent'
+        : 'the assembled record contains one of the patient identifiers; not sent',
+    );
     this.name = 'IdentifierLeakError';
   }
 }
@@ -18,6 +25,11 @@ export interface PrepareOptions {
   identifyingFields: readonly string[];
   /** Replaces a `fhir_id` by an opaque id that maps back (see Crosswalk.opaqueFhirId). */
   opaqueFhirId(fhirId: string): Promise<string>;
+  /**
+   * Further strings that must not appear (see `knownIdentifiers`): names, identifiers, birth date
+   * forms, phones, emails, address parts. Matched by the same rules as the local id.
+   */
+  knownIdentifiers?: readonly string[];
 }
 
 function strip(value: unknown, drop: ReadonlySet<string>): unknown {
@@ -30,23 +42,105 @@ function strip(value: unknown, drop: ReadonlySet<string>): unknown {
   );
 }
 
-/** True when `value` holds the id: inside any string (ids of 4+ characters), else equal to it. */
-function contains(value: unknown, id: string): boolean {
+/**
+ * Values of `demographics.gender` / `demographics.race` from a fixed vocabulary: they cannot carry
+ * an identifier, and are not matched, so that Ms White whose race is "White" is not refused.
+ */
+const DEMOGRAPHIC_TERMS: ReadonlySet<string> = new Set([
+  'male',
+  'female',
+  'other',
+  'unknown',
+  'white',
+  'black',
+  'black or african american',
+  'asian',
+  'american indian or alaska native',
+  'native hawaiian or other pacific islander',
+  'hispanic or latino',
+  'asked but unknown',
+  'declined',
+  '1002-5',
+  '2028-9',
+  '2054-5',
+  '2076-8',
+  '2106-3',
+  '2131-1',
+]);
+
+/** Every string (keys included) and number of the payload, lower-cased. */
+interface PayloadText {
+  strings: string[];
+  numbers: string[];
+}
+
+function collect(value: unknown, out: PayloadText, path: readonly string[]): void {
   if (typeof value === 'string') {
-    const text = value.toLowerCase();
-    return id.length >= 4 ? text.includes(id) : text === id;
+    const text = value.trim().toLowerCase();
+    const demographic =
+      path.length === 2 &&
+      path[0] === 'demographics' &&
+      (path[1] === 'gender' || path[1] === 'race');
+    if (!(demographic && DEMOGRAPHIC_TERMS.has(text))) out.strings.push(text);
+  } else if (typeof value === 'number' || typeof value === 'bigint') {
+    out.numbers.push(String(value));
+  } else if (Array.isArray(value)) {
+    for (const item of value) collect(item, out, [...path, '[]']);
+  } else if (typeof value === 'object' && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      out.strings.push(key.toLowerCase());
+      collect(item, out, [...path, key]);
+    }
   }
-  if (typeof value === 'number') return String(value) === id;
-  if (Array.isArray(value)) return value.some((item) => contains(item, id));
-  if (typeof value === 'object' && value !== null) {
-    return Object.entries(value).some(([key, item]) => contains(key, id) || contains(item, id));
+}
+
+/** `id` stands alone in `text`: no letter or digit beside it, nor `-`/`.` then a digit (`4548-4`). */
+function standsAlone(text: string, id: string): boolean {
+  const alnum = /[a-z0-9]/;
+  const digit = /[0-9]/;
+  for (let at = text.indexOf(id); at !== -1; at = text.indexOf(id, at + 1)) {
+    const before = text[at - 1] ?? '';
+    const beforeBefore = text[at - 2] ?? '';
+    const after = text[at + id.length] ?? '';
+    const afterAfter = text[at + id.length + 1] ?? '';
+    if (alnum.test(before) || alnum.test(after)) continue;
+    if ((before === '-' || before === '.') && digit.test(beforeBefore)) continue;
+    if ((after === '-' || after === '.') && digit.test(afterAfter)) continue;
+    return true;
   }
   return false;
 }
 
 /**
+ * True when the payload holds `id` (trimmed, lower-cased). The rules keep codes and numbers from
+ * colliding trivially with short numeric ids, at the price of missing some run-together forms:
+ * - under 4 characters: only as a whole value (a string, a key, or a number's decimal form);
+ * - 4 to 6 digits: a number equal to it, or standing alone in a string or key (not inside a longer
+ *   number, a code such as LOINC `4548-4` or ICD `Z8546`, nor glued to letters such as `MRN4548`);
+ * - 7+ digits (phones, SSNs, long MRNs, YYYYMMDD): inside the digits of any string, key or number,
+ *   whatever the punctuation (`(555) 123-4567` holds `5551234567`);
+ * - anything else: inside any string or key; a number equal to it.
+ */
+function holds(payload: PayloadText, id: string): boolean {
+  if (id === '') return false;
+  if (id.length < 4) {
+    return payload.strings.includes(id) || payload.numbers.includes(id);
+  }
+  if (/^\d+$/.test(id)) {
+    if (id.length < 7) {
+      return payload.numbers.includes(id) || payload.strings.some((s) => standsAlone(s, id));
+    }
+    const digitsOnly = (s: string) => s.replace(/\D/g, '');
+    return [...payload.strings, ...payload.numbers].some((s) => digitsOnly(s).includes(id));
+  }
+  return payload.numbers.includes(id) || payload.strings.some((s) => s.includes(id));
+}
+
+/**
  * The record as it may leave the hospital: identifying keys removed, FHIR references made
- * opaque, and a last check that the local patient id is nowhere in it.
+ * opaque, and a last check that neither the local patient id nor any of `knownIdentifiers` is in
+ * it. A refusal is safe (nothing leaks) but costs the patient's queries: callers must log the
+ * `IdentifierLeakError` (its code and message, which never hold the value).
  */
 export async function prepareForService(
   record: AssembledPatient,
@@ -62,6 +156,13 @@ export async function prepareForService(
     ),
   );
   const prepared = { ...stripped, nodes };
-  if (contains(prepared, options.localId.trim().toLowerCase())) throw new IdentifierLeakError();
+  const payload: PayloadText = { strings: [], numbers: [] };
+  collect(prepared, payload, []);
+  if (holds(payload, options.localId.trim().toLowerCase())) throw new IdentifierLeakError();
+  for (const id of options.knownIdentifiers ?? []) {
+    if (holds(payload, id.trim().toLowerCase())) {
+      throw new IdentifierLeakError('known identifier');
+    }
+  }
   return prepared;
 }

@@ -39,7 +39,7 @@ describe('RecordStore (real Redis)', () => {
     expect(await store.put('p1', record('second'))).toBe(2);
     const stored = await store.get('p1');
     expect(stored?.version).toBe(2);
-    expect(stored?.record.nodes[0]?.service_preferred_name).toBe('second');
+    expect(stored?.record?.nodes[0]?.service_preferred_name).toBe('second');
     expect(await store.version('p1')).toBe(2);
   });
 

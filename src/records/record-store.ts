@@ -1,6 +1,13 @@
 import type { Redis } from 'ioredis';
 import { AssembledPatientSchema, type AssembledPatient } from '../interface/assembled-patient.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { applyClinicalChanges } from './apply-clinical-changes.ts';
+import type { ClinicalChange } from './clinical-change.ts';
+import {
+  ClinicalRecordSchema,
+  emptyClinicalRecord,
+  type ClinicalRecord,
+} from './clinical-record.ts';
 
 /** Stores the record and raises the version in one step, so that no reader sees one without the other. */
 const PUT = `
@@ -9,10 +16,25 @@ redis.call('HSET', KEYS[1], 'record', ARGV[1], 'updated_at', ARGV[2])
 return version
 `;
 
+/**
+ * Writes the clinical record only if nobody changed the patient's record since it was read, so
+ * that concurrent feeds never lose each other's changes (the caller re-reads and retries).
+ */
+const PUT_CLINICAL = `
+local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+if current ~= tonumber(ARGV[1]) then return -1 end
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HSET', KEYS[1], 'clinical', ARGV[2], 'updated_at', ARGV[3])
+return version
+`;
+
 export interface StoredRecord {
-  /** Rises by one on every change; never reused. */
+  /** Rises by one on every change, from any feed; never reused. */
   version: number;
-  record: AssembledPatient;
+  /** An AssembledPatient sent as JSON: when present it is what the service gets. */
+  record?: AssembledPatient;
+  /** The normalized record the HL7 v2 and FHIR feeds keep up to date. */
+  clinical?: ClinicalRecord;
   updatedAt: string;
 }
 
@@ -51,21 +73,67 @@ export class RecordStore {
   }
 
   async get(patientServiceId: string): Promise<StoredRecord | undefined> {
-    const [version, sealed, updatedAt] = await this.#redis.hmget(
+    const [version, sealed, clinical, updatedAt] = await this.#redis.hmget(
       this.#key(patientServiceId),
       'version',
       'record',
+      'clinical',
       'updated_at',
     );
-    if (version == null || sealed == null) return undefined;
-    const json: unknown = JSON.parse(
-      this.#keys.open(sealed, `rec:${patientServiceId}`).toString('utf8'),
-    );
+    if (version == null) return undefined;
     return {
       version: Number(version),
-      record: AssembledPatientSchema.parse(json),
+      ...(sealed == null
+        ? {}
+        : { record: AssembledPatientSchema.parse(this.#open(patientServiceId, sealed, 'rec')) }),
+      ...(clinical == null
+        ? {}
+        : { clinical: ClinicalRecordSchema.parse(this.#open(patientServiceId, clinical, 'clin')) }),
       updatedAt: updatedAt ?? '',
     };
+  }
+
+  #open(patientServiceId: string, sealed: string, purpose: string): unknown {
+    return JSON.parse(this.#keys.open(sealed, `${purpose}:${patientServiceId}`).toString('utf8'));
+  }
+
+  /**
+   * Applies a feed message's changes to the clinical record. Returns the version after it and
+   * whether anything changed (a message that says nothing new leaves the version as it was).
+   */
+  async updateClinical(
+    patientServiceId: string,
+    changes: readonly ClinicalChange[],
+    now = new Date(),
+  ): Promise<{ version: number; changed: boolean; clinical: ClinicalRecord }> {
+    for (;;) {
+      const [version, sealed] = await this.#redis.hmget(
+        this.#key(patientServiceId),
+        'version',
+        'clinical',
+      );
+      const current = Number(version ?? 0);
+      const record =
+        sealed == null
+          ? emptyClinicalRecord()
+          : ClinicalRecordSchema.parse(this.#open(patientServiceId, sealed, 'clin'));
+      const next = applyClinicalChanges(record, changes, current + 1);
+      if (!next.changed) return { version: current, changed: false, clinical: record };
+      const written = (await this.#redis.eval(
+        PUT_CLINICAL,
+        1,
+        this.#key(patientServiceId),
+        current,
+        this.#keys.seal(JSON.stringify(next.record), `clin:${patientServiceId}`),
+        now.toISOString(),
+      )) as number;
+      if (written !== -1) return { version: written, changed: true, clinical: next.record };
+    }
+  }
+
+  /** Forgets the patient's record (the prior patient of a merge); the version is kept, never reused. */
+  async remove(patientServiceId: string): Promise<void> {
+    await this.#redis.hdel(this.#key(patientServiceId), 'record', 'clinical');
   }
 
   /** The current version without opening the record (0 when there is none). */

@@ -65,7 +65,7 @@ describe('POST /v1/record-updates, accepted', () => {
       ],
     });
     // The record is the patient's current one.
-    expect((await h.records.get(psid as string))?.record.demographics.age).toBe(57);
+    expect((await h.records.get(psid as string))?.record?.demographics.age).toBe(57);
     // Exactly these jobs, all waiting out the debounce window, carrying only the service id.
     const delayed = await h.queue.getDelayed();
     expect(delayed.map((j) => j.id).sort()).toEqual(

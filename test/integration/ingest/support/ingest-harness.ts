@@ -92,7 +92,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...loaded.ingest,
       ...(options.bodyLimitBytes === undefined ? {} : { body_limit_bytes: options.bodyLimitBytes }),
     },
-    presets: { rules: options.rules ?? [] },
+    presets: { ...loaded.presets, rules: options.rules ?? [] },
   };
   const url = options.redisUrl ?? testRedisUrl();
   const redis = requestConnection(url, 'ingest-test');
