@@ -84,6 +84,7 @@ async function main(): Promise<number> {
       INGEST_TOKENS: token,
       CROSSWALK_KEY: generateCrosswalkSecret(),
       INGEST_PORT: String(ingestPort),
+      MLLP_PORT: '0',
       INGEST_HOST: '127.0.0.1',
       METRICS_PORT: String(metricsPort),
       WEBHOOK_URL: receiver.url,

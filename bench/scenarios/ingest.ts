@@ -78,6 +78,7 @@ export async function ingestScenario(
     INGEST_TOKENS: TOKEN,
     CROSSWALK_KEY: ctx.secret,
     INGEST_PORT: String(port),
+    MLLP_PORT: '0',
     INGEST_HOST: '127.0.0.1',
     LOG_LEVEL: ctx.logLevel,
   });

@@ -14,6 +14,7 @@ import type { PresetStore } from '../presets/preset-store.ts';
 import type { QueryScheduler } from '../queries/query-scheduler.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { handleClientError } from './client-error-handler.ts';
+import { ClinicalUpdates } from './clinical-updates.ts';
 import { createErrorHandler } from './error-handler.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { NotFoundError } from './errors/not-found-error.ts';
@@ -21,6 +22,8 @@ import { installBearerAuth } from './hooks/bearer-auth.ts';
 import { installRequestLog } from './hooks/request-log.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
+import { fhirRoutes } from './fhir/fhir-routes.ts';
+import { hl7v2Routes } from './hl7v2/hl7v2-routes.ts';
 import { healthRoutes } from './routes/health-routes.ts';
 import { presetRoutes } from './routes/preset-routes.ts';
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
@@ -42,6 +45,11 @@ export interface IngestDeps {
    * @defaultValue built from `redis`, `config.redis.prefix` and `config.ingest.idempotency_ttl_s`
    */
   idempotency?: IdempotencyStore;
+  /**
+   * Applies HL7 v2 and FHIR messages to the clinical records.
+   * @defaultValue `ClinicalUpdates.fromDeps(deps)`
+   */
+  updates?: ClinicalUpdates;
   /**
    * Where `/metrics` reads from and the ingest counters live.
    * @defaultValue a fresh registry with prom-client's default process metrics
@@ -128,5 +136,9 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     rules,
     tables,
   });
+  // One instance for both clinical feeds (and the MLLP listener, which the runtime passes in).
+  const updates = deps.updates ?? ClinicalUpdates.fromDeps(deps);
+  await app.register(fhirRoutes, { ...deps, registry, updates });
+  await app.register(hl7v2Routes, { ...deps, registry, updates });
   return app;
 }

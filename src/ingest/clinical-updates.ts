@@ -43,6 +43,29 @@ export class ClinicalUpdates {
     this.#o = options;
   }
 
+  /** The instance the ingest app's dependencies and `presets.*` configuration make. */
+  static fromDeps(deps: {
+    config: {
+      presets: {
+        rules: readonly PresetRule[];
+        from_problem_list: ClinicalUpdatesOptions['problemList'];
+      };
+    };
+    crosswalk: Crosswalk;
+    records: RecordStore;
+    presets: PresetStore;
+    scheduler: QueryScheduler;
+  }): ClinicalUpdates {
+    return new ClinicalUpdates({
+      crosswalk: deps.crosswalk,
+      records: deps.records,
+      presets: deps.presets,
+      scheduler: deps.scheduler,
+      rules: deps.config.presets.rules,
+      problemList: deps.config.presets.from_problem_list,
+    });
+  }
+
   #now(): Date {
     return this.#o.now?.() ?? new Date();
   }

@@ -1,5 +1,7 @@
 import type { Config } from '../config/config-schema.ts';
 import { buildIngestApp } from '../ingest/build-ingest-app.ts';
+import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
+import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { requestConnection } from '../queues/redis-connections.ts';
@@ -30,7 +32,7 @@ export async function runIngest(
   const unwatch = context.pipelineMetrics.watchQueues(queue);
   // A request connection refuses commands until it is ready: serve only after that.
   await queue.waitUntilReady();
-  const app = await buildIngestApp({
+  const deps = {
     config,
     redis,
     crosswalk: context.crosswalk,
@@ -39,12 +41,18 @@ export async function runIngest(
     scheduler: queryScheduler(context, queue),
     logger,
     metrics: { registry: context.metrics },
-  });
+  };
+  const updates = ClinicalUpdates.fromDeps(deps);
+  const app = await buildIngestApp({ ...deps, updates });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
-  logger.info({ url }, 'ingest listening');
+  const mllp = config.hl7v2.mllp.enabled
+    ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })
+    : undefined;
+  logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
   return {
     url,
     async close() {
+      await mllp?.close();
       await app.close();
       unwatch();
       await queue.close();

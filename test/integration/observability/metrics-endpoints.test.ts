@@ -122,6 +122,7 @@ describe.each<Mode>(['ingest and work', 'start'])('metrics of `%s`', (mode) => {
       INGEST_TOKENS: TOKEN,
       CROSSWALK_KEY: generateCrosswalkSecret(),
       INGEST_PORT: '0',
+      MLLP_PORT: '0',
       INGEST_HOST: '127.0.0.1',
       METRICS_PORT: '0',
       LOG_LEVEL: 'debug',

@@ -57,6 +57,7 @@ describe('concordance-worker start against concordance-worker simulator', () => 
       INGEST_TOKENS: TOKEN,
       CROSSWALK_KEY: generateCrosswalkSecret(),
       INGEST_PORT: '0',
+      MLLP_PORT: '0',
       INGEST_HOST: '127.0.0.1',
       METRICS_PORT: '0',
       LOG_LEVEL: 'trace',

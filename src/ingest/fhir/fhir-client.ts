@@ -1,0 +1,116 @@
+import got, { RequestError } from 'got';
+import { FhirServerUnavailableError } from './fhir-errors.ts';
+
+export interface FhirClientOptions {
+  /** `fhir.base_url` (`FHIR_BASE_URL`). */
+  baseUrl: string;
+  /** `FHIR_TOKEN`: sent as a bearer token when set. */
+  token?: string | undefined;
+  timeoutMs: number;
+  /** got's retries of a GET (network errors, 408, 429, 5xx). @defaultValue 2 */
+  retryLimit?: number;
+}
+
+/** A read that found nothing: 404 or 410 (deleted). */
+const GONE = new Set([404, 410]);
+/** Statuses by which a server says it has no `$events` operation. */
+const UNSUPPORTED = new Set([400, 404, 405, 501]);
+
+/**
+ * Reads from the hospital's FHIR server: resources of id-only notifications, and a subscription's
+ * `$status` and `$events`. Paths are built from `Type/id` under the configured base URL only —
+ * never from absolute URLs a notification names — and redirects are not followed, so the token
+ * goes nowhere else. Errors carry no URL, token or body.
+ */
+export class FhirClient {
+  readonly #base: string;
+  readonly #headers: Record<string, string>;
+  readonly #timeoutMs: number;
+  readonly #retryLimit: number;
+
+  constructor(options: FhirClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, '');
+    this.#headers = { accept: 'application/fhir+json, application/json;q=0.9' };
+    if (options.token) this.#headers.authorization = `Bearer ${options.token}`;
+    this.#timeoutMs = options.timeoutMs;
+    this.#retryLimit = options.retryLimit ?? 2;
+  }
+
+  async #get(
+    path: string,
+    searchParams?: Record<string, string>,
+  ): Promise<{ status: number; body: unknown }> {
+    let response;
+    try {
+      response = await got(`${this.#base}/${path}`, {
+        method: 'GET',
+        headers: this.#headers,
+        ...(searchParams === undefined ? {} : { searchParams }),
+        responseType: 'text',
+        throwHttpErrors: false,
+        followRedirect: false,
+        timeout: { request: this.#timeoutMs },
+        retry: {
+          limit: this.#retryLimit,
+          methods: ['GET'],
+          statusCodes: [408, 429, 500, 502, 503, 504],
+          maxRetryAfter: this.#timeoutMs,
+        },
+      });
+    } catch (error) {
+      // A got error holds the request (the token in its headers): only its code goes on.
+      const code = error instanceof RequestError ? error.code : 'unknown';
+      throw new FhirServerUnavailableError(`the FHIR server could not be reached (${code})`);
+    }
+    const status = response.statusCode;
+    if (status >= 200 && status <= 299) {
+      try {
+        return { status, body: JSON.parse(response.body) as unknown };
+      } catch {
+        throw new FhirServerUnavailableError(
+          'the FHIR server answered with a body that is not JSON',
+        );
+      }
+    }
+    return { status, body: undefined };
+  }
+
+  #fail(status: number, what: string): never {
+    throw new FhirServerUnavailableError(`the FHIR server answered ${status} to ${what}`);
+  }
+
+  /** A resource by type and id; undefined when the server says it is gone (404, 410). */
+  async read(type: string, id: string): Promise<unknown> {
+    const { status, body } = await this.#get(`${type}/${encodeURIComponent(id)}`);
+    if (body !== undefined) return body;
+    if (GONE.has(status)) return undefined;
+    return this.#fail(status, 'a read');
+  }
+
+  /** `GET Subscription/<id>/$status`. */
+  async subscriptionStatus(subscriptionId: string): Promise<unknown> {
+    const { status, body } = await this.#get(
+      `Subscription/${encodeURIComponent(subscriptionId)}/$status`,
+    );
+    if (body !== undefined) return body;
+    return this.#fail(status, '$status');
+  }
+
+  /**
+   * `GET Subscription/<id>/$events?eventsSinceNumber=..&eventsUntilNumber=..`: a notification
+   * Bundle of the events; undefined when the server has no such operation.
+   */
+  async subscriptionEvents(
+    subscriptionId: string,
+    sinceNumber: number,
+    untilNumber: number,
+  ): Promise<unknown> {
+    const { status, body } = await this.#get(
+      `Subscription/${encodeURIComponent(subscriptionId)}/$events`,
+      { eventsSinceNumber: String(sinceNumber), eventsUntilNumber: String(untilNumber) },
+    );
+    if (body !== undefined) return body;
+    if (UNSUPPORTED.has(status)) return undefined;
+    return this.#fail(status, '$events');
+  }
+}

@@ -1,0 +1,173 @@
+import { z } from 'zod';
+
+/**
+ * The parts of FHIR R4 datatypes the ingester relies on. Every object is loose: unknown fields
+ * pass (and are then ignored), but a field we read must have the type FHIR gives it.
+ */
+export const CodingSchema = z.looseObject({
+  system: z.string().optional(),
+  code: z.string().optional(),
+  display: z.string().optional(),
+});
+
+export const CodeableConceptSchema = z.looseObject({
+  coding: z.array(CodingSchema).optional(),
+});
+export type CodeableConcept = z.infer<typeof CodeableConceptSchema>;
+
+export const ReferenceSchema = z.looseObject({ reference: z.string().optional() });
+
+const QuantitySchema = z.looseObject({
+  value: z.number().optional(),
+  unit: z.string().optional(),
+  code: z.string().optional(),
+});
+
+const PeriodSchema = z.looseObject({ start: z.string().optional() });
+
+/** Any resource: a type and (usually) an id. */
+export const ResourceSchema = z.looseObject({
+  resourceType: z.string().regex(/^[A-Z][A-Za-z]+$/, 'a FHIR resource type'),
+  id: z
+    .string()
+    .regex(/^[A-Za-z0-9\-.]{1,64}$/, 'a FHIR logical id')
+    .optional(),
+});
+export type FhirResource = z.infer<typeof ResourceSchema>;
+
+const concepts = z.array(CodeableConceptSchema).optional();
+
+export const ConditionSchema = z.looseObject({
+  clinicalStatus: CodeableConceptSchema.optional(),
+  verificationStatus: CodeableConceptSchema.optional(),
+  category: concepts,
+  code: CodeableConceptSchema.optional(),
+  subject: ReferenceSchema.optional(),
+  onsetDateTime: z.string().optional(),
+  recordedDate: z.string().optional(),
+});
+
+export const ObservationSchema = z.looseObject({
+  status: z.string().optional(),
+  code: CodeableConceptSchema.optional(),
+  subject: ReferenceSchema.optional(),
+  effectiveDateTime: z.string().optional(),
+  effectiveInstant: z.string().optional(),
+  effectivePeriod: PeriodSchema.optional(),
+  issued: z.string().optional(),
+  valueQuantity: QuantitySchema.optional(),
+  valueCodeableConcept: CodeableConceptSchema.optional(),
+  valueInteger: z.number().optional(),
+  valueBoolean: z.boolean().optional(),
+  interpretation: concepts,
+  referenceRange: z
+    .array(
+      z.looseObject({
+        low: QuantitySchema.optional(),
+        high: QuantitySchema.optional(),
+        text: z.string().optional(),
+      }),
+    )
+    .optional(),
+});
+
+export const MedicationSchema = z.looseObject({
+  status: z.string().optional(),
+  medicationCodeableConcept: CodeableConceptSchema.optional(),
+  subject: ReferenceSchema.optional(),
+  authoredOn: z.string().optional(),
+  effectiveDateTime: z.string().optional(),
+  effectivePeriod: PeriodSchema.optional(),
+  dateAsserted: z.string().optional(),
+});
+
+export const ProcedureSchema = z.looseObject({
+  status: z.string().optional(),
+  code: CodeableConceptSchema.optional(),
+  subject: ReferenceSchema.optional(),
+  performedDateTime: z.string().optional(),
+  performedPeriod: PeriodSchema.optional(),
+});
+
+export const CarePlanSchema = z.looseObject({
+  status: z.string().optional(),
+  category: concepts,
+  subject: ReferenceSchema.optional(),
+  period: PeriodSchema.optional(),
+  created: z.string().optional(),
+});
+
+export const AllergySchema = z.looseObject({
+  clinicalStatus: CodeableConceptSchema.optional(),
+  verificationStatus: CodeableConceptSchema.optional(),
+  code: CodeableConceptSchema.optional(),
+  patient: ReferenceSchema.optional(),
+  onsetDateTime: z.string().optional(),
+  recordedDate: z.string().optional(),
+});
+
+export const ImmunizationSchema = z.looseObject({
+  status: z.string().optional(),
+  vaccineCode: CodeableConceptSchema.optional(),
+  patient: ReferenceSchema.optional(),
+  occurrenceDateTime: z.string().optional(),
+  recorded: z.string().optional(),
+});
+
+export const PatientSchema = z.looseObject({
+  identifier: z
+    .array(z.looseObject({ system: z.string().optional(), value: z.string().optional() }))
+    .optional(),
+  name: z
+    .array(
+      z.looseObject({
+        text: z.string().optional(),
+        given: z.array(z.string()).optional(),
+        family: z.string().optional(),
+      }),
+    )
+    .optional(),
+  telecom: z
+    .array(z.looseObject({ system: z.string().optional(), value: z.string().optional() }))
+    .optional(),
+  gender: z.string().optional(),
+  birthDate: z.string().optional(),
+  address: z
+    .array(
+      z.looseObject({
+        text: z.string().optional(),
+        line: z.array(z.string()).optional(),
+        city: z.string().optional(),
+        district: z.string().optional(),
+        state: z.string().optional(),
+        postalCode: z.string().optional(),
+        country: z.string().optional(),
+      }),
+    )
+    .optional(),
+  extension: z
+    .array(
+      z.looseObject({
+        url: z.string().optional(),
+        extension: z
+          .array(
+            z.looseObject({
+              url: z.string().optional(),
+              valueCoding: CodingSchema.optional(),
+            }),
+          )
+          .optional(),
+      }),
+    )
+    .optional(),
+});
+export type FhirPatient = z.infer<typeof PatientSchema>;
+
+/** `Type/id` of a reference, whatever its form: relative, absolute, versioned. */
+export function parseReference(reference: string): { type: string; id: string } | undefined {
+  const match = /(?:^|\/)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/.exec(
+    reference,
+  );
+  if (match === null) return undefined;
+  return { type: match[1] as string, id: match[2] as string };
+}

@@ -1,0 +1,210 @@
+import { z } from 'zod';
+import { toValidationItems } from '../../interface/validation-error.ts';
+import { RequestValidationError } from '../errors/request-validation-error.ts';
+import { ResourceSchema, type FhirResource } from './fhir-resource.ts';
+
+export const NOTIFICATION_TYPES = [
+  'handshake',
+  'heartbeat',
+  'event-notification',
+  'query-status',
+  'query-event',
+] as const;
+export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
+
+export interface NotificationEvent {
+  eventNumber: number | undefined;
+  /** The focus reference as written (absolute or relative). */
+  focus: string | undefined;
+  additionalContext: string[];
+}
+
+/** A notification Bundle's status (R4 backport `Parameters` or R4B/R5 `SubscriptionStatus`). */
+export interface SubscriptionNotification {
+  /** `Parameters` (R4 backport) or `SubscriptionStatus` (R4B/R5). */
+  format: 'Parameters' | 'SubscriptionStatus';
+  /** The subscription reference as written. */
+  subscription: string;
+  status: string | undefined;
+  type: NotificationType;
+  eventsSinceSubscriptionStart: number | undefined;
+  events: NotificationEvent[];
+  /** Entries after the status: resources by fullUrl (id-only entries carry none). */
+  entries: { fullUrl: string | undefined; resource: FhirResource | undefined }[];
+}
+
+/** An event number: FHIR gives integer64 as a JSON string, older servers as a number. */
+const eventNumber = z.union([
+  z.int().min(0),
+  z
+    .string()
+    .regex(/^\d{1,15}$/, 'a non-negative integer')
+    .transform(Number),
+]);
+
+const ReferenceValue = z.looseObject({ reference: z.string().min(1) });
+
+const EntrySchema = z.looseObject({
+  fullUrl: z.string().optional(),
+  resource: ResourceSchema.optional(),
+});
+
+const NotificationBundleSchema = z.looseObject({
+  resourceType: z.literal('Bundle'),
+  type: z.literal('history'),
+  entry: z
+    .array(EntrySchema)
+    .min(1, 'a notification Bundle starts with its status entry')
+    .check((ctx) => {
+      const first = ctx.value[0]?.resource?.resourceType;
+      if (first !== 'Parameters' && first !== 'SubscriptionStatus') {
+        ctx.issues.push({
+          code: 'custom',
+          input: first,
+          path: [0, 'resource', 'resourceType'],
+          message: 'entry 0 must be a Parameters (R4 backport) or SubscriptionStatus resource',
+        });
+      }
+    }),
+});
+
+// R4 backport: a Parameters resource whose parameters carry the status.
+const ParameterSchema = z.looseObject({
+  name: z.string(),
+  valueReference: ReferenceValue.optional(),
+  valueCanonical: z.string().optional(),
+  valueCode: z.string().optional(),
+  valueString: z.string().optional(),
+  valueUnsignedInt: z.int().optional(),
+  valueInteger: z.int().optional(),
+  valueInteger64: z.union([z.string(), z.int()]).optional(),
+  valueDecimal: z.number().optional(),
+  part: z.array(z.unknown()).optional(),
+});
+type Parameter = z.infer<typeof ParameterSchema>;
+
+const ParametersStatusSchema = z.looseObject({
+  resourceType: z.literal('Parameters'),
+  parameter: z.array(ParameterSchema),
+});
+
+const SubscriptionStatusSchema = z.looseObject({
+  resourceType: z.literal('SubscriptionStatus'),
+  subscription: ReferenceValue,
+  status: z.string().optional(),
+  type: z.enum(NOTIFICATION_TYPES),
+  eventsSinceSubscriptionStart: eventNumber.optional(),
+  notificationEvent: z
+    .array(
+      z.looseObject({
+        eventNumber: eventNumber.optional(),
+        focus: ReferenceValue.optional(),
+        additionalContext: z.array(ReferenceValue).optional(),
+      }),
+    )
+    .optional(),
+});
+
+function invalid(
+  issues: readonly z.core.$ZodIssue[],
+  loc: readonly (string | number)[],
+): RequestValidationError {
+  return new RequestValidationError(toValidationItems(issues, loc));
+}
+
+function numberValue(p: Parameter | undefined): unknown {
+  if (p === undefined) return undefined;
+  return (
+    p.valueString ?? p.valueUnsignedInt ?? p.valueInteger ?? p.valueInteger64 ?? p.valueDecimal
+  );
+}
+
+function fromParameters(resource: unknown, loc: readonly (string | number)[]) {
+  const parsed = ParametersStatusSchema.safeParse(resource);
+  if (!parsed.success) throw invalid(parsed.error.issues, loc);
+  const params = parsed.data.parameter;
+  const one = (name: string) => params.find((p) => p.name === name);
+  const missing = (name: string, msg: string) =>
+    new RequestValidationError([
+      { loc: [...loc, 'parameter'], msg: `${name}: ${msg}`, type: 'missing' },
+    ]);
+
+  const subscription = one('subscription')?.valueReference?.reference;
+  if (subscription === undefined) throw missing('subscription', 'a valueReference is required');
+  const type = z.enum(NOTIFICATION_TYPES).safeParse(one('type')?.valueCode);
+  if (!type.success) throw missing('type', 'a notification type code is required');
+  const since = eventNumber
+    .optional()
+    .safeParse(numberValue(one('events-since-subscription-start')));
+  if (!since.success)
+    throw invalid(since.error.issues, [...loc, 'events-since-subscription-start']);
+
+  const events: NotificationEvent[] = [];
+  params.forEach((p, index) => {
+    if (p.name !== 'notification-event') return;
+    const parts = z.array(ParameterSchema).safeParse(p.part ?? []);
+    if (!parts.success) throw invalid(parts.error.issues, [...loc, 'parameter', index, 'part']);
+    const part = (name: string) => parts.data.filter((x) => x.name === name);
+    const n = eventNumber.optional().safeParse(numberValue(part('event-number')[0]));
+    if (!n.success) throw invalid(n.error.issues, [...loc, 'parameter', index, 'event-number']);
+    events.push({
+      eventNumber: n.data,
+      focus: part('focus')[0]?.valueReference?.reference,
+      additionalContext: part('additional-context')
+        .map((x) => x.valueReference?.reference)
+        .filter((r): r is string => r !== undefined),
+    });
+  });
+  return {
+    format: 'Parameters' as const,
+    subscription,
+    status: one('status')?.valueCode,
+    type: type.data,
+    eventsSinceSubscriptionStart: since.data,
+    events,
+  };
+}
+
+function fromSubscriptionStatus(resource: unknown, loc: readonly (string | number)[]) {
+  const parsed = SubscriptionStatusSchema.safeParse(resource);
+  if (!parsed.success) throw invalid(parsed.error.issues, loc);
+  const s = parsed.data;
+  return {
+    format: 'SubscriptionStatus' as const,
+    subscription: s.subscription.reference,
+    status: s.status,
+    type: s.type,
+    eventsSinceSubscriptionStart: s.eventsSinceSubscriptionStart,
+    events: (s.notificationEvent ?? []).map((e) => ({
+      eventNumber: e.eventNumber,
+      focus: e.focus?.reference,
+      additionalContext: (e.additionalContext ?? []).map((r) => r.reference),
+    })),
+  };
+}
+
+/** The status part of a status resource (a notification's entry 0, or what `$status` returns). */
+export function parseStatusResource(
+  resource: unknown,
+  loc: readonly (string | number)[],
+): Omit<SubscriptionNotification, 'entries'> {
+  const type = (resource as { resourceType?: unknown } | null)?.resourceType;
+  return type === 'SubscriptionStatus'
+    ? fromSubscriptionStatus(resource, loc)
+    : fromParameters(resource, loc);
+}
+
+/** Parses a notification Bundle; throws a 422 naming what is wrong (never values). */
+export function parseNotification(
+  body: unknown,
+  loc: readonly (string | number)[] = ['body'],
+): SubscriptionNotification {
+  const bundle = NotificationBundleSchema.safeParse(body);
+  if (!bundle.success) throw invalid(bundle.error.issues, loc);
+  const [first, ...rest] = bundle.data.entry;
+  const status = parseStatusResource(first?.resource, [...loc, 'entry', 0, 'resource']);
+  return {
+    ...status,
+    entries: rest.map((e) => ({ fullUrl: e.fullUrl, resource: e.resource })),
+  };
+}

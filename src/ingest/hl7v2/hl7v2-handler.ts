@@ -1,0 +1,142 @@
+import type { Logger } from 'pino';
+import type { Hl7v2Config } from '../../config/config-schema.ts';
+import type { ClinicalUpdates } from '../clinical-updates.ts';
+import { buildAck, type AckCode } from './ack.ts';
+import { Er7ParseError, parseEr7, type Er7Message } from './er7.ts';
+import type { Hl7v2Metrics, Hl7v2Outcome } from './hl7v2-metrics.ts';
+import { headerOf, Hl7v2RejectError, mapMessage } from './map-message.ts';
+
+/** What the HL7 v2 handler needs of the clinical updates (the lead's `ClinicalUpdates`). */
+export type ClinicalUpdatesPort = Pick<ClinicalUpdates, 'apply' | 'merge'>;
+
+export interface Hl7v2HandlerOptions {
+  config: Hl7v2Config;
+  updates: ClinicalUpdatesPort;
+  metrics: Hl7v2Metrics;
+  /** Only `{message_type, control_id, outcome}` is ever logged: never the message or PID. */
+  logger: Logger;
+}
+
+export interface Hl7v2Result {
+  outcome: Hl7v2Outcome;
+  /** MSA-1 of `ack`. */
+  code: AckCode;
+  /**
+   * The ACK to send. For `unavailable` it is an AR, sent only when `transient_reply` is `AR` (MLLP);
+   * otherwise the transport closes the connection (MLLP) or answers 503 (HTTP).
+   */
+  ack: string;
+}
+
+/**
+ * Handles one ER7 message: parse, map to clinical changes, apply them, and build the ACK. AA only
+ * once `apply`/`merge` resolved (the change is durable in Redis); AE/AR for a message the sender
+ * must fix (nothing changed); `unavailable` for any failure of the updates (transient: resend).
+ */
+export class Hl7v2Handler {
+  readonly #o: Hl7v2HandlerOptions;
+
+  constructor(options: Hl7v2HandlerOptions) {
+    this.#o = options;
+  }
+
+  #finish(
+    message: Er7Message | undefined,
+    outcome: Hl7v2Outcome,
+    code: AckCode,
+    error?: { code: string; text: string; location?: string },
+  ): Hl7v2Result {
+    const header = message === undefined ? undefined : headerOf(message);
+    const type = header === undefined ? undefined : `${header.type}^${header.trigger}`;
+    this.#o.metrics.count(type, outcome);
+    this.#o.logger.info(
+      {
+        message_type: type ?? null,
+        control_id: header?.controlId.slice(0, 64) ?? null,
+        outcome,
+        ack: code,
+      },
+      'hl7v2 message',
+    );
+    return { outcome, code, ack: buildAck(message, code, error) };
+  }
+
+  async handle(text: string): Promise<Hl7v2Result> {
+    let message: Er7Message;
+    try {
+      message = parseEr7(text);
+    } catch (err) {
+      if (!(err instanceof Er7ParseError)) throw err;
+      if (!err.mshReadable) {
+        return this.#finish(undefined, 'rejected', 'AR', {
+          code: '100',
+          text: err.message,
+          location: 'MSH^1',
+        });
+      }
+      // The MSH can be read even though a later segment cannot: echo its MSH-10.
+      const headerOnly = parseEr7(text.split(/\r\n|\r|\n/, 1)[0] ?? '');
+      return this.#finish(headerOnly, 'rejected', 'AE', {
+        code: '100',
+        text: err.message,
+        ...(err.sequence === undefined ? {} : { location: `SEG^${err.sequence}` }),
+      });
+    }
+
+    const header = headerOf(message);
+    if (header.type === '') {
+      return this.#finish(message, 'rejected', 'AR', {
+        code: '101',
+        text: 'MSH-9 (message type) is empty',
+        location: 'MSH^1^9',
+      });
+    }
+    if (header.controlId === '') {
+      return this.#finish(message, 'rejected', 'AE', {
+        code: '101',
+        text: 'MSH-10 (message control id) is empty',
+        location: 'MSH^1^10',
+      });
+    }
+
+    let mapped;
+    try {
+      mapped = mapMessage(message, this.#o.config);
+    } catch (err) {
+      if (!(err instanceof Hl7v2RejectError)) throw err;
+      return this.#finish(message, 'rejected', 'AE', {
+        code: err.errorCode,
+        text: err.message,
+        location: err.location,
+      });
+    }
+    if (mapped.action === 'ignore') return this.#finish(message, 'ignored', 'AA');
+
+    const eventId = `hl7v2:${header.sendingApplication}:${header.controlId}`;
+    try {
+      if (mapped.action === 'merge') {
+        for (const merge of mapped.merges) {
+          await this.#o.updates.merge({ ...merge, eventId });
+        }
+      } else {
+        await this.#o.updates.apply({
+          localId: mapped.localId,
+          source: 'hl7v2',
+          eventId,
+          changes: mapped.changes,
+          kinds: mapped.kinds,
+        });
+      }
+    } catch (err) {
+      this.#o.logger.warn(
+        { err: { name: (err as Error).name, code: (err as { code?: unknown }).code } },
+        'hl7v2 message could not be stored',
+      );
+      return this.#finish(message, 'unavailable', 'AR', {
+        code: '207',
+        text: 'storage is unavailable: resend the message later',
+      });
+    }
+    return this.#finish(message, 'accepted', 'AA');
+  }
+}

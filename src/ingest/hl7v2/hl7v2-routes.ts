@@ -1,0 +1,55 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Config } from '../../config/config-schema.ts';
+import type { Crosswalk } from '../../identity/crosswalk.ts';
+import type { PresetStore } from '../../presets/preset-store.ts';
+import type { QueryScheduler } from '../../queries/query-scheduler.ts';
+import type { RecordStore } from '../../records/record-store.ts';
+import { ClinicalUpdates } from '../clinical-updates.ts';
+import { RedisUnavailableError } from '../errors/redis-unavailable-error.ts';
+import { Hl7v2Handler, type ClinicalUpdatesPort } from './hl7v2-handler.ts';
+import { Hl7v2Metrics } from './hl7v2-metrics.ts';
+
+/** The ingest app's dependencies (`{...deps, registry}`); `updates` is built from them if absent. */
+export interface Hl7v2RoutesOptions {
+  config: Config;
+  crosswalk: Crosswalk;
+  records: RecordStore;
+  presets: PresetStore;
+  scheduler: QueryScheduler;
+  registry: Registry;
+  logger: Logger;
+  updates?: ClinicalUpdatesPort;
+}
+
+/** The media types integration engines send ER7 with (Mirth's HTTP Sender: text/plain). */
+export const HL7V2_MEDIA_TYPES = ['text/plain', 'application/hl7-v2', 'x-application/hl7-v2+er7'];
+
+/**
+ * `POST /v1/hl7v2`: the body is one ER7 message, the answer its ACK (200 for AA, AE and AR); a
+ * transient failure is 503 with `Retry-After` (the interface's `{detail}` body), so that the engine
+ * keeps the message queued and resends it. Bearer auth applies as on every ingest route.
+ */
+export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, options) => {
+  const handler = new Hl7v2Handler({
+    config: options.config.hl7v2,
+    updates: options.updates ?? ClinicalUpdates.fromDeps(options),
+    metrics: new Hl7v2Metrics(options.registry),
+    logger: options.logger,
+  });
+  // Encapsulated: the text parsers exist only inside this plugin.
+  app.addContentTypeParser(HL7V2_MEDIA_TYPES, { parseAs: 'buffer' }, (_request, body, done) => {
+    done(null, body);
+  });
+  app.post('/v1/hl7v2', async (request, reply) => {
+    const body = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '';
+    const result = await handler.handle(body);
+    if (result.outcome === 'unavailable') throw new RedisUnavailableError();
+    const type = (request.headers['content-type'] ?? 'text/plain').split(';')[0]?.trim();
+    return reply
+      .code(200)
+      .header('content-type', `${type ?? 'text/plain'}; charset=utf-8`)
+      .send(result.ack);
+  });
+};

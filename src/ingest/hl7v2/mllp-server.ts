@@ -1,0 +1,291 @@
+import { readFileSync } from 'node:fs';
+import {
+  createServer as createTcpServer,
+  type AddressInfo,
+  type Server,
+  type Socket,
+} from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { Hl7v2Config } from '../../config/config-schema.ts';
+import { buildAck } from './ack.ts';
+import { parseEr7 } from './er7.ts';
+import { Hl7v2Handler, type ClinicalUpdatesPort } from './hl7v2-handler.ts';
+import { Hl7v2Metrics } from './hl7v2-metrics.ts';
+
+const VT = 0x0b;
+const FS = 0x1c;
+const CR = 0x0d;
+
+export interface MllpServerOptions {
+  /** `config.hl7v2` (`mllp.port`, `mllp.host`, limits, TLS, patient id rule, transient_reply). */
+  config: Hl7v2Config;
+  /** The lead's `ClinicalUpdates` (or anything with its `apply` and `merge`). */
+  updates: ClinicalUpdatesPort;
+  /** The ingest app's registry: `cw_hl7v2_messages_total` lives there. */
+  registry: Registry;
+  logger: Logger;
+  /** @defaultValue `config.mllp.port` (0 for any free port). */
+  port?: number;
+  /** @defaultValue `config.mllp.host` */
+  host?: string;
+}
+
+export interface MllpServer {
+  port: number;
+  /** Open connections and bytes buffered in them (for tests and diagnostics). */
+  stats(): { connections: number; bufferedBytes: number };
+  /** Stops accepting, closes every connection, resolves when the server is closed. */
+  close(): Promise<void>;
+}
+
+interface Connection {
+  socket: Socket;
+  /** Bytes of the frame being received (after its VT), or undefined outside a frame. */
+  frame: Buffer[] | undefined;
+  frameBytes: number;
+  /** The previous chunk ended with FS inside a frame: a CR first in the next one ends the frame. */
+  pendingFs: boolean;
+  /** Complete frames to answer, in order; `oversize` ends the connection after its answer. */
+  queue: ({ kind: 'message'; body: Buffer } | { kind: 'oversize'; head: string })[];
+  busy: boolean;
+  /** No more frames are read: the peer ended its side, or a frame was too large. */
+  ending: boolean;
+  closed: boolean;
+}
+
+/**
+ * The MLLP listener: VT <message> FS CR frames, buffered across packets, several per connection,
+ * answered in order, one ACK per complete frame. A frame longer than `max_message_bytes` is
+ * answered AR (with the MSH-10 echoed if the frame starts with a readable MSH) and the connection
+ * closed; bytes outside a frame are ignored; a connection idle for `idle_timeout_ms` is closed. On a
+ * transient failure (`unavailable`) the connection is closed without an ACK, or answered AR when
+ * `transient_reply` is `AR`. TLS when `mllp.tls.cert_path` and `key_path` are set.
+ */
+export async function startMllpServer(options: MllpServerOptions): Promise<MllpServer> {
+  const { config, logger } = options;
+  const handler = new Hl7v2Handler({
+    config,
+    updates: options.updates,
+    metrics: new Hl7v2Metrics(options.registry),
+    logger,
+  });
+  const maxBytes = config.mllp.max_message_bytes;
+  const connections = new Set<Connection>();
+
+  const closeConnection = (c: Connection) => {
+    if (c.closed) return;
+    c.closed = true;
+    c.frame = undefined;
+    c.queue.length = 0;
+    c.socket.end();
+    c.socket.destroySoon();
+  };
+
+  const drain = async (c: Connection) => {
+    if (c.busy) return;
+    c.busy = true;
+    try {
+      while (!c.closed) {
+        const next = c.queue.shift();
+        if (next === undefined) break;
+        if (next.kind === 'oversize') {
+          refuseOversize(c, next.head);
+          break;
+        }
+        const result = await handler.handle(next.body.toString('utf8'));
+        if (c.closed) break;
+        if (result.outcome === 'unavailable' && config.transient_reply === 'close') {
+          closeConnection(c);
+          break;
+        }
+        c.socket.write(frameOf(result.ack));
+      }
+    } catch (err) {
+      // A bug: no ACK, so the sender resends; the cause is logged without the message.
+      logger.error({ err: { name: (err as Error).name } }, 'hl7v2 handler failed');
+      closeConnection(c);
+    } finally {
+      c.busy = false;
+      if (c.ending && c.queue.length === 0) closeConnection(c);
+    }
+  };
+
+  const oversize = (c: Connection) => {
+    const head = Buffer.concat(c.frame ?? [])
+      .subarray(0, 4_096)
+      .toString('utf8');
+    c.frame = undefined;
+    c.frameBytes = 0;
+    c.ending = true;
+    c.queue.push({ kind: 'oversize', head });
+    void drain(c);
+  };
+
+  const refuseOversize = (c: Connection, head: string) => {
+    let message;
+    try {
+      message = parseEr7(head.split(/\r\n|\r|\n/, 1)[0] ?? '');
+    } catch {
+      message = undefined;
+    }
+    logger.info({ outcome: 'rejected', reason: 'message too large' }, 'hl7v2 frame refused');
+    if (message !== undefined) {
+      c.socket.write(
+        frameOf(
+          buildAck(message, 'AR', {
+            code: '207',
+            text: `message larger than ${maxBytes} bytes`,
+          }),
+        ),
+      );
+    }
+    closeConnection(c);
+  };
+
+  const onData = (c: Connection, chunk: Buffer) => {
+    let i = 0;
+    while (i < chunk.length && !c.closed && !c.ending) {
+      if (c.frame === undefined) {
+        const start = chunk.indexOf(VT, i);
+        if (start === -1) return;
+        c.frame = [];
+        c.frameBytes = 0;
+        c.pendingFs = false;
+        i = start + 1;
+        continue;
+      }
+      if (c.pendingFs) {
+        c.pendingFs = false;
+        if (chunk[i] === CR) {
+          endFrame(c);
+          i += 1;
+          continue;
+        }
+        c.frame.push(Buffer.of(FS));
+        c.frameBytes += 1;
+      }
+      let end = -1;
+      let j = chunk.indexOf(FS, i);
+      while (j !== -1) {
+        if (j + 1 >= chunk.length) break;
+        if (chunk[j + 1] === CR) {
+          end = j;
+          break;
+        }
+        j = chunk.indexOf(FS, j + 1);
+      }
+      if (end !== -1) {
+        append(c, chunk.subarray(i, end));
+        if (c.frame === undefined) return;
+        endFrame(c);
+        i = end + 2;
+      } else if (j !== -1) {
+        // FS is the last byte of this chunk: its CR may come in the next one.
+        append(c, chunk.subarray(i, j));
+        if (c.frame === undefined) return;
+        c.pendingFs = true;
+        return;
+      } else {
+        append(c, chunk.subarray(i));
+        return;
+      }
+    }
+  };
+
+  const append = (c: Connection, bytes: Buffer) => {
+    if (c.frame === undefined) return;
+    c.frame.push(Buffer.from(bytes));
+    c.frameBytes += bytes.length;
+    if (c.frameBytes > maxBytes) oversize(c);
+  };
+
+  const endFrame = (c: Connection) => {
+    const body = Buffer.concat(c.frame ?? []);
+    c.frame = undefined;
+    c.frameBytes = 0;
+    c.queue.push({ kind: 'message', body });
+    void drain(c);
+  };
+
+  const onConnection = (socket: Socket) => {
+    const c: Connection = {
+      socket,
+      frame: undefined,
+      frameBytes: 0,
+      pendingFs: false,
+      queue: [],
+      busy: false,
+      ending: false,
+      closed: false,
+    };
+    connections.add(c);
+    socket.setTimeout(config.mllp.idle_timeout_ms);
+    socket.on('timeout', () => {
+      if (!c.busy) {
+        logger.info({ reason: 'idle timeout' }, 'mllp connection closed');
+        closeConnection(c);
+      }
+    });
+    socket.on('data', (chunk: Buffer) => onData(c, chunk));
+    socket.on('error', () => closeConnection(c));
+    socket.on('close', () => {
+      c.closed = true;
+      c.frame = undefined;
+      c.queue.length = 0;
+      connections.delete(c);
+    });
+    socket.on('end', () => {
+      // The sender finished writing: answer what is queued (drain closes after it), then close.
+      c.ending = true;
+      c.frame = undefined;
+      if (!c.busy && c.queue.length === 0) closeConnection(c);
+    });
+  };
+
+  const { cert_path: certPath, key_path: keyPath } = config.mllp.tls;
+  const server: Server =
+    certPath !== null && keyPath !== null
+      ? createTlsServer(
+          { cert: readFileSync(certPath), key: readFileSync(keyPath), allowHalfOpen: true },
+          onConnection,
+        )
+      : createTcpServer({ allowHalfOpen: true }, onConnection);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? config.mllp.port, options.host ?? config.mllp.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, tls: certPath !== null && keyPath !== null }, 'mllp listening');
+
+  return {
+    port,
+    stats() {
+      let bufferedBytes = 0;
+      for (const c of connections) {
+        bufferedBytes +=
+          c.frameBytes +
+          c.queue.reduce((n, q) => n + (q.kind === 'message' ? q.body.length : q.head.length), 0);
+      }
+      return { connections: connections.size, bufferedBytes };
+    },
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const c of connections) {
+        closeConnection(c);
+        c.socket.destroy();
+      }
+      await closed;
+    },
+  };
+}
+
+/** VT message FS CR. */
+export function frameOf(message: string): Buffer {
+  return Buffer.concat([Buffer.of(VT), Buffer.from(message, 'utf8'), Buffer.of(FS, CR)]);
+}

@@ -1,0 +1,162 @@
+import { once } from 'node:events';
+import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import type { Config } from '../../../../src/config/config-schema.ts';
+import { loadConfig } from '../../../../src/config/load-config.ts';
+import {
+  deriveCrosswalkKeys,
+  generateCrosswalkSecret,
+} from '../../../../src/identity/crosswalk-keys.ts';
+import { Crosswalk } from '../../../../src/identity/crosswalk.ts';
+import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
+import { createLogger } from '../../../../src/observability/logger.ts';
+import { PresetStore } from '../../../../src/presets/preset-store.ts';
+import { QueryScheduler } from '../../../../src/queries/query-scheduler.ts';
+import { QueryState } from '../../../../src/queries/query-state.ts';
+import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
+import { requestConnection } from '../../../../src/queues/redis-connections.ts';
+import { RecordStore } from '../../../../src/records/record-store.ts';
+import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+import { LocalFhirServer } from './local-fhir-server.ts';
+
+export const TOKEN = 'fhir-ingest-test-token-0123456789';
+export const FHIR_TOKEN = 'fhir-server-token-abcdef';
+export const FHIR_JSON = {
+  authorization: `Bearer ${TOKEN}`,
+  'content-type': 'application/fhir+json',
+};
+
+export interface FhirHarness {
+  app: FastifyInstance;
+  config: Config;
+  fhir: LocalFhirServer;
+  inspect: Redis;
+  prefix: string;
+  crosswalk: Crosswalk;
+  records: RecordStore;
+  registry: Registry;
+  logLines: string[];
+  /** Every key under the test's prefix with its value, to show that nothing changed. */
+  snapshot(): Promise<Map<string, string>>;
+  close(): Promise<void>;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * The real ingest app (real ClinicalUpdates, stores, queue) on the test's own Redis prefix, with
+ * `fhir.base_url` pointing at a {@link LocalFhirServer} on a real socket.
+ */
+export async function startFhirHarness(
+  options: {
+    patientIdentifierSystem?: string;
+    /** null: no `fhir.base_url`. */
+    fhirBaseUrl?: null;
+    /** `FHIR_TOKEN` the app sends. @defaultValue the one the local server accepts */
+    fhirToken?: string;
+    /** Where the app's request connections point. @defaultValue the test Redis */
+    redisUrl?: string;
+  } = {},
+): Promise<FhirHarness> {
+  const env = await isolatedRedis();
+  const fhir = await new LocalFhirServer(FHIR_TOKEN).start();
+  const loaded = loadConfig({
+    env: {
+      INGEST_TOKENS: TOKEN,
+      REDIS_PREFIX: env.prefix,
+      LOG_LEVEL: 'trace',
+      ...(options.fhirBaseUrl === null ? {} : { FHIR_BASE_URL: fhir.baseUrl }),
+      FHIR_TOKEN: options.fhirToken ?? FHIR_TOKEN,
+    },
+  });
+  const config: Config = {
+    ...loaded,
+    fhir: {
+      ...loaded.fhir,
+      patient_identifier_system: options.patientIdentifierSystem ?? null,
+    },
+  };
+  const url = options.redisUrl ?? testRedisUrl();
+  const redis = requestConnection(url, 'fhir-test');
+  const queueConnection = requestConnection(url, 'fhir-test-queue');
+  redis.on('error', ignore);
+  queueConnection.on('error', ignore);
+  const reachable = options.redisUrl === undefined;
+  if (reachable) {
+    await Promise.all(
+      [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
+    );
+  }
+
+  const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
+  const prefix = config.redis.prefix;
+  const crosswalk = new Crosswalk({ redis, prefix, keys });
+  const records = new RecordStore({ redis, prefix, keys });
+  const presets = new PresetStore({ redis, prefix });
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection: queueConnection, prefix });
+  queue.on('error', ignore);
+  if (reachable) await queue.waitUntilReady();
+  const scheduler = new QueryScheduler({
+    state: new QueryState({ redis, prefix }),
+    queue,
+    debounceMs: config.queries.debounce_ms,
+  });
+  const registry = new Registry();
+  const logLines: string[] = [];
+  const logger = createLogger({
+    name: 'ingest',
+    level: 'trace',
+    destination: new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+        done();
+      },
+    }),
+  });
+  const app = await buildIngestApp({
+    config,
+    redis,
+    crosswalk,
+    records,
+    presets,
+    scheduler,
+    logger,
+    metrics: { registry },
+  });
+  await app.ready();
+
+  return {
+    app,
+    config,
+    fhir,
+    inspect: env.redis,
+    prefix,
+    crosswalk,
+    records,
+    registry,
+    logLines,
+    async snapshot() {
+      const out = new Map<string, string>();
+      for (const key of await env.redis.keys(`${prefix}*`)) {
+        const type = await env.redis.type(key);
+        if (type === 'hash') out.set(key, JSON.stringify(await env.redis.hgetall(key)));
+        else if (type === 'string') out.set(key, (await env.redis.get(key)) ?? '');
+        else if (type === 'zset')
+          out.set(key, JSON.stringify(await env.redis.zrange(key, '0', '-1')));
+        else out.set(key, type);
+      }
+      return out;
+    },
+    async close() {
+      await app.close();
+      await fhir.close();
+      queueConnection.disconnect();
+      redis.disconnect();
+      await queue.close().catch(ignore);
+      await env.cleanup();
+    },
+  };
+}

@@ -1,0 +1,265 @@
+import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
+import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import type { Config } from '../../../../src/config/config-schema.ts';
+import { loadConfig } from '../../../../src/config/load-config.ts';
+import {
+  deriveCrosswalkKeys,
+  generateCrosswalkSecret,
+} from '../../../../src/identity/crosswalk-keys.ts';
+import { Crosswalk } from '../../../../src/identity/crosswalk.ts';
+import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
+import { ClinicalUpdates } from '../../../../src/ingest/clinical-updates.ts';
+import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
+import { PresetStore } from '../../../../src/presets/preset-store.ts';
+import { QueryScheduler } from '../../../../src/queries/query-scheduler.ts';
+import { QueryState } from '../../../../src/queries/query-state.ts';
+import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
+import { requestConnection } from '../../../../src/queues/redis-connections.ts';
+import { RecordStore } from '../../../../src/records/record-store.ts';
+import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
+import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+
+export const TOKEN = 'hl7v2-test-token-0123456789';
+export const FIXTURE_DIR = '/work/shared/fixtures/hl7v2/';
+
+export function fixtureNames(): string[] {
+  return readdirSync(FIXTURE_DIR)
+    .filter((f) => f.endsWith('.hl7'))
+    .sort();
+}
+
+/** A fixture as stored (LF, BOM, trailing spaces). */
+export function fixture(name: string): string {
+  return readFileSync(FIXTURE_DIR + name, 'utf8');
+}
+
+/** The same with CR segment separators, as the standard sends them. */
+export function withCr(text: string): string {
+  return text.replace(/\r?\n/g, '\r');
+}
+
+export interface Hl7v2Harness {
+  config: Config;
+  mllp: MllpServer;
+  app: FastifyInstance;
+  records: RecordStore;
+  crosswalk: Crosswalk;
+  registry: Registry;
+  logs: LogCapture;
+  prefix: string;
+  inspect: Redis;
+  /** The stored clinical record of a local patient id (undefined when there is none). */
+  clinicalOf(localId: string): Promise<Awaited<ReturnType<RecordStore['get']>>>;
+  close(): Promise<void>;
+}
+
+const ignore = (): void => undefined;
+
+/** A TCP port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export interface HarnessOptions {
+  /** Point the app's Redis at a closed port (transient failures). */
+  redisDown?: boolean;
+  hl7v2?: Partial<Config['hl7v2']>;
+  mllp?: Partial<Config['hl7v2']['mllp']>;
+}
+
+/** The real ClinicalUpdates on real Redis (test prefix), the MLLP server on a free port, the app. */
+export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<Hl7v2Harness> {
+  const env = await isolatedRedis();
+  const loaded = loadConfig({
+    env: { INGEST_TOKENS: TOKEN, REDIS_PREFIX: env.prefix, LOG_LEVEL: 'trace' },
+  });
+  const config: Config = {
+    ...loaded,
+    hl7v2: {
+      ...loaded.hl7v2,
+      ...options.hl7v2,
+      mllp: { ...loaded.hl7v2.mllp, host: '127.0.0.1', ...options.mllp },
+    },
+  };
+  const url =
+    options.redisDown === true ? `redis://127.0.0.1:${await closedPort()}` : testRedisUrl();
+  const redis = requestConnection(url, 'hl7v2-test');
+  const queueConnection = requestConnection(url, 'hl7v2-test-queue');
+  redis.on('error', ignore);
+  queueConnection.on('error', ignore);
+  if (options.redisDown !== true) {
+    await Promise.all(
+      [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
+    );
+  }
+  const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
+  const prefix = env.prefix;
+  const crosswalk = new Crosswalk({ redis, prefix, keys });
+  const records = new RecordStore({ redis, prefix, keys });
+  const presets = new PresetStore({ redis, prefix });
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection: queueConnection, prefix });
+  queue.on('error', ignore);
+  if (options.redisDown !== true) await queue.waitUntilReady();
+  const scheduler = new QueryScheduler({
+    state: new QueryState({ redis, prefix }),
+    queue,
+    debounceMs: config.queries.debounce_ms,
+  });
+  const updates = new ClinicalUpdates({
+    crosswalk,
+    records,
+    presets,
+    scheduler,
+    rules: config.presets.rules,
+    problemList: config.presets.from_problem_list,
+  });
+  const registry = new Registry();
+  const logs = captureLogs('trace');
+  const mllp = await startMllpServer({
+    config: config.hl7v2,
+    updates,
+    registry,
+    logger: logs.logger,
+    port: 0,
+  });
+  const app = await buildIngestApp({
+    config,
+    redis,
+    crosswalk,
+    records,
+    presets,
+    scheduler,
+    logger: logs.logger,
+    metrics: { registry },
+  });
+  await app.ready();
+  return {
+    config,
+    mllp,
+    app,
+    records,
+    crosswalk,
+    registry,
+    logs,
+    prefix,
+    inspect: env.redis,
+    async clinicalOf(localId) {
+      const psid = await crosswalk.find(localId);
+      return psid === undefined ? undefined : records.get(psid);
+    },
+    async close() {
+      await mllp.close();
+      await app.close();
+      queueConnection.disconnect();
+      redis.disconnect();
+      await queue.close().catch(ignore);
+      await env.cleanup();
+    },
+  };
+}
+
+const VT = 0x0b;
+const FS = 0x1c;
+const CR = 0x0d;
+
+export function frame(message: string | Buffer): Buffer {
+  const body = typeof message === 'string' ? Buffer.from(message, 'utf8') : message;
+  return Buffer.concat([Buffer.of(VT), body, Buffer.of(FS, CR)]);
+}
+
+/** An MLLP client connection that collects the ACK frames it receives. */
+export class MllpClient {
+  readonly socket: Socket;
+  readonly acks: string[] = [];
+  #buffer = Buffer.alloc(0);
+  #closed = false;
+  #waiters: (() => void)[] = [];
+  readonly closedPromise: Promise<void>;
+
+  private constructor(socket: Socket) {
+    this.socket = socket;
+    socket.on('data', (chunk: Buffer) => {
+      this.#buffer = Buffer.concat([this.#buffer, chunk]);
+      for (;;) {
+        const start = this.#buffer.indexOf(VT);
+        const end = this.#buffer.indexOf(Buffer.of(FS, CR));
+        if (start === -1 || end === -1) break;
+        this.acks.push(this.#buffer.subarray(start + 1, end).toString('utf8'));
+        this.#buffer = this.#buffer.subarray(end + 2);
+      }
+      this.#wake();
+    });
+    socket.on('error', ignore);
+    this.closedPromise = new Promise((resolve) => {
+      socket.on('close', () => {
+        this.#closed = true;
+        this.#wake();
+        resolve();
+      });
+    });
+  }
+
+  #wake() {
+    for (const w of this.#waiters.splice(0)) w();
+  }
+
+  static async open(port: number): Promise<MllpClient> {
+    const socket = connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    await once(socket, 'connect');
+    return new MllpClient(socket);
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  write(bytes: Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  /** Resolves when `count` ACKs have arrived in total, or the connection closed first. */
+  async waitForAcks(count: number): Promise<string[]> {
+    while (this.acks.length < count && !this.#closed) {
+      await new Promise<void>((resolve) => this.#waiters.push(resolve));
+    }
+    return this.acks;
+  }
+
+  /** Ends our side and resolves once the server closed the connection. */
+  async end(): Promise<void> {
+    this.socket.end();
+    await this.closedPromise;
+  }
+}
+
+/** Sends one message over a fresh connection; resolves with its ACK (undefined if closed). */
+export async function sendOne(port: number, message: string | Buffer): Promise<string | undefined> {
+  const client = await MllpClient.open(port);
+  client.write(frame(message));
+  const [ack] = await client.waitForAcks(1);
+  client.socket.destroy();
+  return ack;
+}
+
+/** A segment's fields of an ER7 text with CR separators (the ACKs). */
+export function segmentOf(ack: string, name: string): string[] {
+  const line = ack.split('\r').find((l) => l.startsWith(`${name}|`));
+  return line === undefined ? [] : line.split('|');
+}
+
+/** MSH-10 of a fixture. */
+export function controlIdOf(message: string): string {
+  const msh = message.replace(/^\uFEFF/, '').split(/\r\n|\r|\n/)[0] ?? '';
+  return msh.split('|')[9] ?? '';
+}
