@@ -402,10 +402,12 @@ export function mapMessage(message: Er7Message, config: Hl7v2Config): MappedMess
 
   const pid = segmentsNamed(message, 'PID')[0];
   const localId = requireLocalId(pid, message, config);
-  const changes: ClinicalChange[] = [];
+  // Every message's PID describes the patient: an ORU or PPR may be the first message about them,
+  // and without a birth date no record can be assembled.
+  const changes: ClinicalChange[] =
+    pid === undefined ? [] : [{ type: 'patient', facets: facetsOf(pid, message) }];
   const kinds = new Set<string>();
   if (type === 'ADT' && pid !== undefined) {
-    changes.push({ type: 'patient', facets: facetsOf(pid, message) });
     kinds.add('Patient');
     const conditions = dg1Items(message, segmentsNamed(message, 'DG1'));
     const allergies = al1Items(message);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { SHARED_FIXTURES } from '../../../support/shared-fixtures.ts';
 
-export const FIXTURES = '/work/shared/fixtures/fhir';
+export const FIXTURES = `${SHARED_FIXTURES}fhir`;
 
 export function fixture(name: string): Record<string, unknown> {
   return JSON.parse(readFileSync(`${FIXTURES}/${name}`, 'utf8')) as Record<string, unknown>;

@@ -23,9 +23,10 @@ import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import { RecordStore } from '../../../../src/records/record-store.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+import { SHARED_FIXTURES } from '../../../support/shared-fixtures.ts';
 
 export const TOKEN = 'hl7v2-test-token-0123456789';
-export const FIXTURE_DIR = '/work/shared/fixtures/hl7v2/';
+export const FIXTURE_DIR = `${SHARED_FIXTURES}hl7v2/`;
 
 export function fixtureNames(): string[] {
   return readdirSync(FIXTURE_DIR)
