@@ -1,0 +1,100 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import { generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
+import { CliProcess } from '../../tools/cli-process.ts';
+import { isolatedRedis, testRedisUrl } from './redis.ts';
+
+/** A request as the local service logged it. */
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number | null;
+  body: unknown;
+}
+
+export interface PipelineProcesses {
+  simulator: CliProcess;
+  start: CliProcess;
+  simulatorUrl: string;
+  ingestUrl: string;
+  mllpPort: number;
+  /** The API key the simulator accepts (also its admin key). */
+  apiKey: string;
+  /** A bearer token the ingester accepts. */
+  token: string;
+  /** The outbound results queue, as a hospital's consumer would read it. */
+  results: Queue<ResultEvent>;
+  delivered(): Promise<ResultEvent[]>;
+  /** Everything the local service received. */
+  requests(): Promise<LoggedRequest[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * `concordance-worker simulator` and `concordance-worker start` as separate processes, configured
+ * through the environment (as the README shows) and a config file of `configLines` (fast polls).
+ */
+export async function startPipelineProcesses(options: {
+  apiKey: string;
+  token: string;
+  configLines: string[];
+  latency?: string;
+}): Promise<PipelineProcesses> {
+  const { apiKey, token } = options;
+  const redis = await isolatedRedis();
+  const simulator = new CliProcess(
+    ['simulator', '--port', '0', '--api-key', apiKey, '--latency', options.latency ?? '200-400'],
+    {},
+  );
+  const simulatorUrl =
+    /listening on (\S+)/.exec(await simulator.waitForLine('listening on'))?.[1] ?? '';
+  const config = join(mkdtempSync(join(tmpdir(), 'cw-processes-')), 'config.yaml');
+  writeFileSync(config, options.configLines.join('\n'));
+  const start = new CliProcess(['--config', config, 'start'], {
+    REDIS_URL: testRedisUrl(),
+    REDIS_PREFIX: redis.prefix,
+    SERVICE_BASE_URL: simulatorUrl,
+    SERVICE_API_KEY: apiKey,
+    INGEST_TOKENS: token,
+    CROSSWALK_KEY: generateCrosswalkSecret(),
+    INGEST_PORT: '0',
+    INGEST_HOST: '127.0.0.1',
+    MLLP_PORT: '0',
+    METRICS_PORT: '0',
+    LOG_LEVEL: 'trace',
+  });
+  const listening = JSON.parse(await start.waitForLine('ingest listening')) as {
+    url: string;
+    mllp_port: number;
+  };
+  const results = new Queue<ResultEvent>('concordance-results', {
+    connection: new Redis(testRedisUrl(), { maxRetriesPerRequest: null }),
+    prefix: redis.prefix,
+  });
+  return {
+    simulator,
+    start,
+    simulatorUrl,
+    ingestUrl: listening.url,
+    mllpPort: listening.mllp_port,
+    apiKey,
+    token,
+    results,
+    delivered: async () =>
+      (await results.getJobs(['wait', 'active', 'completed'])).map((job) => job.data),
+    requests: async () =>
+      (await (
+        await fetch(`${simulatorUrl}/_admin/requests`, { headers: { 'x-admin-key': apiKey } })
+      ).json()) as LoggedRequest[],
+    async close() {
+      await start.stop('SIGTERM');
+      await simulator.stop('SIGTERM');
+      await results.close();
+      await redis.cleanup();
+    },
+  };
+}
