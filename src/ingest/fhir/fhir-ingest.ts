@@ -150,6 +150,43 @@ export class FhirIngest {
     return value;
   }
 
+  /**
+   * A notification about a Condition or an Observation may be the first we hear of a patient, and
+   * without the Patient (its birth date) no record can be assembled. Where a FHIR server is
+   * configured, the Patient is read for a group that lacks it. Optional: a failed read leaves the
+   * record as it was (the queries then wait for a Patient, ending `rejected` meanwhile).
+   */
+  async #addPatientFacets(
+    patientId: string,
+    group: PatientChanges,
+    payload: Payload,
+  ): Promise<void> {
+    if (group.changes.some((c) => c.type === 'patient')) return;
+    const reference = `Patient/${patientId}`;
+    let found = payload.find(reference);
+    if (found === undefined && this.#o.client !== undefined) {
+      try {
+        const fetched = ResourceSchema.safeParse(await this.#o.client.read('Patient', patientId));
+        if (!fetched.success || fetched.data.resourceType !== 'Patient') return;
+        const loc = ['fhir-server', reference];
+        found = { resource: withId(fetched.data, undefined, loc), loc };
+        // #localId reads it from the payload: one read per notification.
+        payload.add(found, reference);
+      } catch {
+        return; // a convenience: the notification's own changes still apply
+      }
+    }
+    if (found === undefined) return;
+    try {
+      group.changes.unshift({
+        type: 'patient',
+        facets: patientFacets(parsePatient(found.resource, found.loc), patientId),
+      });
+    } catch {
+      // A Patient we cannot read adds nothing.
+    }
+  }
+
   /** The logical id of the Patient a reference names (via the payload for urn:uuid references). */
   #patientOf(reference: string, payload: Payload, loc: Loc): string {
     const inPayload = payload.find(reference)?.resource;
@@ -360,6 +397,7 @@ export class FhirIngest {
     }));
     for (const event of groupedEvents) {
       for (const [patientId, group] of event.grouped) {
+        await this.#addPatientFacets(patientId, group, payload);
         const localId = await this.#localId(patientId, payload, ['body']);
         await this.#o.updates.apply({
           localId,

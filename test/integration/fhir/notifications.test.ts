@@ -145,6 +145,25 @@ describe('POST /v1/fhir/notifications', () => {
     expect((await items('pat-3'))?.['fhir:Condition/c2']).toMatchObject({ kind: 'condition' });
   });
 
+  it('reads the Patient a notification does not carry, so that the record can be assembled', async () => {
+    h.fhir.put(condition('c4', 'pat-4'));
+    h.fhir.put({ resourceType: 'Patient', id: 'pat-4', birthDate: '1961-04-12', gender: 'female' });
+    const res = await post(
+      r4Notification({
+        subscription: SUB,
+        type: 'event-notification',
+        eventsSince: 1,
+        events: [{ n: 1, focus: 'Condition/c4' }],
+      }),
+    );
+    expect(res.statusCode).toBe(200);
+    expect(h.fhir.calls('Patient/pat-4')).toHaveLength(1);
+    const psid = await h.crosswalk.find('pat-4');
+    const clinical = (await h.records.get(psid ?? ''))?.clinical;
+    expect(clinical?.patient).toMatchObject({ birthDate: '1961-04-12', gender: 'female' });
+    expect(clinical?.items['fhir:Condition/c4']).toBeDefined();
+  });
+
   it('removes an entered-in-error Condition', async () => {
     const send = (resource: Record<string, unknown>, n: number) =>
       post(
