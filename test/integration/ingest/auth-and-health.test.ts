@@ -7,7 +7,7 @@ import {
   startHarness,
   type Harness,
 } from './support/ingest-harness.ts';
-import { samplePatient } from './support/sample-update.ts';
+import { samplePatient } from '../../support/sample-patient.ts';
 
 let h: Harness;
 afterEach(() => h.close());

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TOKEN, startHarness, type Harness } from './support/ingest-harness.ts';
-import { samplePatient } from './support/sample-update.ts';
+import { samplePatient } from '../../support/sample-patient.ts';
 
 const MARKER = 'PLANTED-MRN-77';
 

@@ -7,7 +7,7 @@ import {
   startHarness,
   type Harness,
 } from './support/ingest-harness.ts';
-import { samplePatient } from './support/sample-update.ts';
+import { samplePatient } from '../../support/sample-patient.ts';
 
 /** Stand-ins for a hospital's patient id and for record content. */
 const MARKER = 'PLANTED-MRN-77';

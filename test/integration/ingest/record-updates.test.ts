@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AUTH, JSON_AUTH, startHarness, type Harness } from './support/ingest-harness.ts';
-import { samplePatient } from './support/sample-update.ts';
+import { samplePatient } from '../../support/sample-patient.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

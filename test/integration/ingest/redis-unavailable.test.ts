@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AUTH, JSON_AUTH, startHarness, type Harness } from './support/ingest-harness.ts';
-import { samplePatient } from './support/sample-update.ts';
+import { samplePatient } from '../../support/sample-patient.ts';
 
 let h: Harness;
 afterEach(() => h.close());

@@ -14,7 +14,7 @@ import { ServiceValidationError } from '../../../src/service/errors/service-vali
 import { startSimulator, type RunningSimulator } from '../../../src/simulator/start-simulator.ts';
 import { startHeaderStrippingProxy } from '../../support/header-stripping-proxy.ts';
 import { recordingHooks, recordingSleep } from './support/recorders.ts';
-import { SAMPLE_CATEGORY, samplePatient } from './support/sample-patient.ts';
+import { SAMPLE_CATEGORY, samplePatient } from '../../support/sample-patient.ts';
 import { SimulatorAdmin } from './support/simulator-admin.ts';
 
 const API_KEY = 'test-key';

@@ -5,7 +5,7 @@ import {
 } from '../../../src/service/create-service-client.ts';
 import { startSimulator, type RunningSimulator } from '../../../src/simulator/start-simulator.ts';
 import { recordingHooks } from './support/recorders.ts';
-import { SAMPLE_CATEGORY, samplePatient } from './support/sample-patient.ts';
+import { SAMPLE_CATEGORY, samplePatient } from '../../support/sample-patient.ts';
 import { SimulatorAdmin } from './support/simulator-admin.ts';
 
 const API_KEY = 'test-key';

@@ -5,7 +5,7 @@ import { ServiceTimeoutError } from '../../../src/service/errors/service-timeout
 import { ServiceUnavailableError } from '../../../src/service/errors/service-unavailable-error.ts';
 import { startSimulator, type RunningSimulator } from '../../../src/simulator/start-simulator.ts';
 import { recordingHooks, recordingSleep } from './support/recorders.ts';
-import { SAMPLE_CATEGORY, samplePatient } from './support/sample-patient.ts';
+import { SAMPLE_CATEGORY, samplePatient } from '../../support/sample-patient.ts';
 import { SimulatorAdmin } from './support/simulator-admin.ts';
 
 const API_KEY = 'test-key';

@@ -1,6 +1,6 @@
-import type { AssembledPatient } from '../../../../src/interface/assembled-patient.ts';
+import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
 
-/** A small, valid assembled record (made up; no real patient). */
+/** A small, valid, de-identified assembled record (made up; no real patient). */
 export const samplePatient: AssembledPatient = {
   nodes: [
     {
@@ -14,10 +14,12 @@ export const samplePatient: AssembledPatient = {
       node_type: 'observation',
       notable: false,
       coding: [{ system: 'http://loinc.org', code: '4548-4', display: 'HbA1c' }],
+      metadata: { value: 7.9, unit: '%' },
     },
   ],
   relationships: [{ source_id: 'n2', target_id: 'n1' }],
   demographics: { age: 57, gender: 'female' },
 };
 
+/** A real CCSR v2023.1 category that fits the sample (diabetes without complication). */
 export const SAMPLE_CATEGORY = 'END002';
