@@ -153,27 +153,22 @@ export class WebhookDeliveryStore {
    * job that delivers it (`new` for a first hand-over).
    */
   async enqueue(event: ResultEvent, now: number): Promise<{ state: string; job: string }> {
-    const key = queryKeyOf(event);
-    const [state, job] = (await this.#redis.eval(
-      ENQUEUE,
-      4,
-      this.#eventKey(event.id),
-      this.#lineKey(key),
-      this.#seqKey,
-      this.#keysKey,
-      event.id,
-      key,
-      JSON.stringify(event),
-      now,
-    )) as [string, string];
+    const [state, job] = (await this.#redis.eval(ENQUEUE, ...this.#lineArgs(event, now))) as [
+      string,
+      string,
+    ];
     return { state, job };
   }
 
   /** Stages a {@link REQUEUE} in a MULTI (replay removes the dead letter in the same step). */
   stageRequeue(multi: ChainableCommander, event: ResultEvent, now: number): ChainableCommander {
+    return multi.eval(REQUEUE, ...this.#lineArgs(event, now));
+  }
+
+  /** Keys and arguments of the scripts that put an event in its key's line. */
+  #lineArgs(event: ResultEvent, now: number): [number, ...(string | number)[]] {
     const key = queryKeyOf(event);
-    return multi.eval(
-      REQUEUE,
+    return [
       4,
       this.#eventKey(event.id),
       this.#lineKey(key),
@@ -183,7 +178,7 @@ export class WebhookDeliveryStore {
       key,
       JSON.stringify(event),
       now,
-    );
+    ];
   }
 
   async begin(eventId: string, jobId: string, key: string, now: number): Promise<AttemptStart> {

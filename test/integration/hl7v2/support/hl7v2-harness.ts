@@ -1,29 +1,21 @@
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
-import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
-import {
-  deriveCrosswalkKeys,
-  generateCrosswalkSecret,
-} from '../../../../src/identity/crosswalk-keys.ts';
-import { Crosswalk } from '../../../../src/identity/crosswalk.ts';
+import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../../../../src/ingest/clinical-updates.ts';
 import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
-import { PresetStore } from '../../../../src/presets/preset-store.ts';
-import { QueryScheduler } from '../../../../src/queries/query-scheduler.ts';
-import { QueryState } from '../../../../src/queries/query-state.ts';
-import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
-import { RecordStore } from '../../../../src/records/record-store.ts';
+import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
 import { SHARED_FIXTURES } from '../../../support/shared-fixtures.ts';
+import { ingestStack } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'hl7v2-test-token-0123456789';
 export const FIXTURE_DIR = `${SHARED_FIXTURES}hl7v2/`;
@@ -103,18 +95,13 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
       [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
     );
   }
-  const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
   const prefix = env.prefix;
-  const crosswalk = new Crosswalk({ redis, prefix, keys });
-  const records = new RecordStore({ redis, prefix, keys });
-  const presets = new PresetStore({ redis, prefix });
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection: queueConnection, prefix });
-  queue.on('error', ignore);
-  if (options.redisDown !== true) await queue.waitUntilReady();
-  const scheduler = new QueryScheduler({
-    state: new QueryState({ redis, prefix }),
-    queue,
+  const { crosswalk, records, presets, queue, scheduler } = await ingestStack({
+    redis,
+    queueConnection,
+    prefix,
     debounceMs: config.queries.debounce_ms,
+    reachable: options.redisDown !== true,
   });
   const updates = new ClinicalUpdates({
     crosswalk,

@@ -1,25 +1,19 @@
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import type { Config, PresetRule } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
-import {
-  deriveCrosswalkKeys,
-  generateCrosswalkSecret,
-} from '../../../../src/identity/crosswalk-keys.ts';
-import { Crosswalk } from '../../../../src/identity/crosswalk.ts';
+import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
-import { PresetStore } from '../../../../src/presets/preset-store.ts';
-import { QueryScheduler } from '../../../../src/queries/query-scheduler.ts';
-import { QueryState } from '../../../../src/queries/query-state.ts';
-import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
+import type { PresetStore } from '../../../../src/presets/preset-store.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
-import { RecordStore } from '../../../../src/records/record-store.ts';
+import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+import { ingestStack } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'ingest-test-token-0123456789';
 export const OTHER_TOKEN = 'ingest-other-token-0123456789';
@@ -109,18 +103,13 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     );
   }
 
-  const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
   const prefix = config.redis.prefix;
-  const crosswalk = new Crosswalk({ redis, prefix, keys });
-  const records = new RecordStore({ redis, prefix, keys });
-  const presets = new PresetStore({ redis, prefix });
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection: queueConnection, prefix });
-  queue.on('error', ignore);
-  if (options.redisUrl === undefined) await queue.waitUntilReady();
-  const scheduler = new QueryScheduler({
-    state: new QueryState({ redis, prefix }),
-    queue,
+  const { crosswalk, records, presets, queue, scheduler } = await ingestStack({
+    redis,
+    queueConnection,
+    prefix,
     debounceMs: config.queries.debounce_ms,
+    reachable: options.redisUrl === undefined,
   });
   const registry = new Registry();
   const logLines: string[] = [];
