@@ -6,9 +6,14 @@ import type { ResultEvent } from '../src/delivery/result-event.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
 import type { FinishedOutcome, PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 import { pollDelayMs, type PollScheduleOptions } from '../src/queries/poll-schedule.ts';
-import { QueryJobDataSchema, type QueryJobData } from '../src/queries/query-job.ts';
+import {
+  queryJobOptions,
+  QueryJobDataSchema,
+  type QueryJobData,
+} from '../src/queries/query-job.ts';
 import { resultEvent, type OutcomeDetails } from '../src/queries/query-outcome.ts';
-import type { QueryState } from '../src/queries/query-state.ts';
+import { QueryDispatcher } from '../src/queries/query-dispatcher.ts';
+import type { QueryState, RemoteJob } from '../src/queries/query-state.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
 import { assemblePatient, RecordNotAssemblableError } from '../src/records/assemble-patient.ts';
@@ -21,6 +26,7 @@ import { ServiceAuthError } from '../src/service/errors/service-auth-error.ts';
 import { ServiceError } from '../src/service/errors/service-error.ts';
 import { ServiceNotFoundError } from '../src/service/errors/service-not-found-error.ts';
 import { ServiceRateLimitedError } from '../src/service/errors/service-rate-limited-error.ts';
+import { ServiceTimeoutError } from '../src/service/errors/service-timeout-error.ts';
 import { ServiceValidationError } from '../src/service/errors/service-validation-error.ts';
 
 /** Where finished queries go (the outbound queue, later the webhook). */
@@ -60,6 +66,16 @@ export interface ConcordanceQueriesDeps {
 /** A 429 without Retry-After holds the queue this long. */
 const DEFAULT_RATE_LIMIT_MS = 5_000;
 
+/**
+ * True when a submission failed without any answer in a way that may have let it reach the service
+ * (a timeout, a reset connection): a refused connection never reached it.
+ */
+function noAnswer(err: ServiceError): boolean {
+  if (err.status !== undefined) return false;
+  const cause = err.cause as { code?: unknown } | undefined;
+  return cause?.code !== 'ECONNREFUSED' && cause?.code !== 'ENOTFOUND';
+}
+
 /** Waits for the remote job without holding a worker slot. */
 async function waitUntil(job: Job, token: string | undefined, at: number): Promise<never> {
   await job.moveToDelayed(at, token);
@@ -90,8 +106,23 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
   const { config, client, state, records, crosswalk, sink, prefix, connection, metrics } = deps;
   const now = deps.now ?? Date.now;
   const schedule = pollOptions(config);
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection, prefix });
+  const queue = new Queue(CONCORDANCE_QUERIES, {
+    connection,
+    prefix,
+    defaultJobOptions: queryJobOptions(config.queries),
+  });
   const authPause = new AuthPause(queue, connection, prefix);
+  // Due queries (written by ingest with their record) become jobs of this queue.
+  const dispatcher = new QueryDispatcher({
+    redis: connection,
+    prefix,
+    queue,
+    logger: deps.logger,
+    intervalMs: config.queries.dispatch.interval_ms,
+    batchSize: config.queries.dispatch.batch,
+    leaseMs: config.queries.dispatch.lease_ms,
+    now,
+  });
 
   const logFor = (job: Job, data: QueryJobData) =>
     deps.logger.child({
@@ -187,7 +218,10 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         failure: { code: 'ERR_RECORD_MISSING', message: 'no record is stored for this patient' },
       });
     }
+    const psid = data.patientServiceId;
+    const withVersion = { ...data, recordVersion: stored.version };
     let remoteJobId: string;
+    let sentAt: number;
     try {
       // A record sent as JSON takes precedence; otherwise the feeds' record is assembled now.
       const assembled =
@@ -197,14 +231,20 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         localId,
         knownIdentifiers: stored.clinical ? knownIdentifiers(localId, stored.clinical.patient) : [],
         identifyingFields: config.privacy.identifying_fields,
-        opaqueFhirId: (fhirId) => crosswalk.opaqueFhirId(data.patientServiceId, fhirId),
+        opaqueFhirId: (fhirId) => crosswalk.opaqueFhirId(psid, fhirId),
       });
+      const begun = await state.beginSubmission(psid, data.ccsrCategory, data.seq, data.resubmits);
+      if (begun.stored !== undefined) {
+        // An earlier run stored the remote job but died before its job data said so: poll it.
+        return startPolling(job, data, token, begun.stored);
+      }
+      if (begun.interrupted) metrics?.possibleDuplicates.inc({ reason: 'worker_restart' });
+      sentAt = now();
       ({ jobId: remoteJobId } = await client.concordance.submit(
         { assembled_patient: payload, ccsr_category: data.ccsrCategory },
         { signal },
       ));
     } catch (err) {
-      const withVersion = { ...data, recordVersion: stored.version };
       if (
         err instanceof IdentifierLeakError ||
         err instanceof RecordNotAssemblableError ||
@@ -219,31 +259,66 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
           },
         });
       }
+      if (!(err instanceof ServiceError)) throw err;
+      if (!err.transient) {
+        // 400, 404, 413, 415, or a 2xx without a readable job id: sending it again would not help
+        // (and after a 2xx might leave a second remote job behind).
+        return finish(job, withVersion, {
+          outcome: 'failed',
+          failure: { code: err.code, message: err.message },
+        });
+      }
+      if (noAnswer(err)) {
+        metrics?.possibleDuplicates.inc({
+          reason: err instanceof ServiceTimeoutError ? 'timeout' : 'connection_lost',
+        });
+      }
+      // This attempt is over (counted above if it may have reached the service).
+      await state.abandonSubmission(psid, data.ccsrCategory, data.seq);
+      if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
+        return holdQueue(job, withVersion, token, err);
+      }
       const attempts = job.opts.attempts ?? 1;
-      if (err instanceof ServiceError && err.transient && job.attemptsMade + 1 >= attempts) {
+      if (job.attemptsMade + 1 >= attempts) {
         return finish(job, withVersion, {
           outcome: 'failed',
           failure: { code: err.code, message: `${err.message} (after ${attempts} attempts)` },
         });
       }
-      return holdQueue(job, withVersion, token, err);
+      throw err;
     }
-    // The remote job id is persisted before anything else: from here on the query is never
+    // The remote job is stored in the one step that learns it: from here on the query is never
     // submitted again, whatever happens to this process.
-    const submittedAt = now();
+    const remote: RemoteJob = {
+      remoteJobId,
+      submittedAt: now(),
+      resubmits: data.resubmits,
+      recordVersion: stored.version,
+    };
+    await state.markSubmitted(psid, data.ccsrCategory, data.seq, remote);
+    metrics?.submitWindow.observe((now() - sentAt) / 1_000);
+    return startPolling(job, data, token, remote);
+  }
+
+  /** Records the submitted step in the job's data and waits for the first poll. */
+  async function startPolling(
+    job: Job,
+    data: QueryJobData,
+    token: string | undefined,
+    remote: RemoteJob,
+  ): Promise<QueryJobResult> {
     const polling: QueryJobData = {
       ...data,
       step: 'polling',
-      remoteJobId,
-      recordVersion: stored.version,
-      submittedAt,
+      remoteJobId: remote.remoteJobId,
+      recordVersion: remote.recordVersion,
+      submittedAt: remote.submittedAt,
       polls: 0,
-      nextPollAt: submittedAt + pollDelayMs(0, schedule),
+      nextPollAt: remote.submittedAt + pollDelayMs(0, schedule),
     };
     await job.updateData(polling);
-    await state.markSubmitted(data.patientServiceId, data.ccsrCategory, data.seq);
-    logFor(job, polling).info({ queued_ms: submittedAt - job.timestamp }, 'query submitted');
-    return waitUntil(job, token, polling.nextPollAt ?? submittedAt);
+    logFor(job, polling).info({ queued_ms: remote.submittedAt - job.timestamp }, 'query submitted');
+    return waitUntil(job, token, polling.nextPollAt ?? remote.submittedAt);
   }
 
   async function poll(
@@ -329,22 +404,98 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     deps.logger.warn('resumed the query queue, paused earlier for a refused API key');
   }
 
+  /** One step of a query: claim, submit or poll. */
+  async function step(
+    job: Job,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<QueryJobResult> {
+    let data = QueryJobDataSchema.parse(job.data);
+    if (data.step === 'scheduled') {
+      const triggers = await state.claim(data.patientServiceId, data.ccsrCategory, data.seq);
+      if (triggers === undefined) {
+        logFor(job, data).debug('stale query job: another job of this key took its updates');
+        return { outcome: 'stale', eventId: null };
+      }
+      data = { ...data, step: 'submitting', triggers };
+      await job.updateData(data);
+    }
+    return data.step === 'submitting'
+      ? submit(job, data, token, signal)
+      : poll(job, data, token, signal);
+  }
+
+  /**
+   * A query that ends because of an error nothing above expected (or a job BullMQ failed itself,
+   * such as one that stalled too often) still ends with a `failed` event.
+   */
+  async function failUnexpectedly(job: Job, err: { name: string; message: string }) {
+    const parsed = QueryJobDataSchema.safeParse(job.data);
+    if (!parsed.success) return;
+    const stalled = /stalled/i.test(err.message);
+    await finish(job, parsed.data, {
+      outcome: 'failed',
+      failure: stalled
+        ? {
+            code: 'ERR_QUERY_STALLED',
+            message: `the query's worker stopped more than ${config.queries.max_stalled_count} times while it ran`,
+          }
+        : {
+            code: 'ERR_QUERY_INTERNAL',
+            message: `the query ended on an internal error (${err.name})`,
+          },
+    });
+  }
+
+  /**
+   * Gives every failed query job its `failed` event, then removes the job: the event (and the
+   * log line) is what remains of it. Runs on a timer and whenever a job stalls, since BullMQ fails
+   * a job that stalled too often without telling the worker.
+   */
+  let sweeping: Promise<void> | undefined;
+  async function sweepFailed(): Promise<void> {
+    for (const job of await queue.getFailed(0, 99)) {
+      await failUnexpectedly(job, { name: 'Error', message: job.failedReason });
+      await job.remove();
+    }
+  }
+  const sweep = () => {
+    sweeping ??= sweepFailed()
+      .catch((err: unknown) =>
+        deps.logger.warn(
+          { err: { name: (err as Error).name, message: (err as Error).message } },
+          'failed query jobs could not be swept; trying again later',
+        ),
+      )
+      .finally(() => {
+        sweeping = undefined;
+      });
+    return sweeping;
+  };
+
   const worker = new Worker<QueryJobData, QueryJobResult>(
     CONCORDANCE_QUERIES,
     async (job, token, signal) => {
-      let data = QueryJobDataSchema.parse(job.data);
-      if (data.step === 'scheduled') {
-        const triggers = await state.claim(data.patientServiceId, data.ccsrCategory, data.seq);
-        if (triggers === undefined) {
-          logFor(job, data).debug('stale query job: another job of this key took its updates');
-          return { outcome: 'stale', eventId: null };
+      try {
+        return await step(job, token, signal);
+      } catch (err) {
+        if (
+          err instanceof DelayedError ||
+          err instanceof RateLimitError ||
+          !(err instanceof Error) ||
+          job.attemptsMade + 1 < (job.opts.attempts ?? 1)
+        ) {
+          throw err;
         }
-        data = { ...data, step: 'submitting', triggers };
-        await job.updateData(data);
+        // The last attempt: the query ends here, with its event (if even that fails, the job
+        // fails and the sweep gives it its event).
+        logFor(job, job.data as QueryJobData).error(
+          { err: { name: err.name, message: err.message } },
+          'query ended on an unexpected error',
+        );
+        await failUnexpectedly(job, err);
+        return { outcome: 'failed', eventId: (job.data as QueryJobData).queryId };
       }
-      return data.step === 'submitting'
-        ? submit(job, data, token, signal)
-        : poll(job, data, token, signal);
     },
     {
       connection,
@@ -352,9 +503,10 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       concurrency: config.queries.concurrency,
       lockDuration: config.queries.lock_duration_ms,
       // A killed worker's active jobs come back after one lock period, and a job may survive
-      // several crashes: it resumes from its persisted step, so stalling is never fatal.
+      // several crashes: it resumes from its persisted step. One that keeps stalling ends failed
+      // (ERR_QUERY_STALLED).
       stalledInterval: config.queries.lock_duration_ms,
-      maxStalledCount: 10,
+      maxStalledCount: config.queries.max_stalled_count,
       // Needed for queue.rateLimit() to hold the queue; the numbers themselves never bind.
       limiter: { max: 1_000_000, duration: 1_000 },
       autorun: deps.autorun ?? true,
@@ -366,6 +518,17 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         { err: { name: err.name, message: err.message } },
         'query job failed',
       );
+    void sweep();
   });
+  worker.on('stalled', () => void sweep());
+  const sweepTimer = setInterval(() => void sweep(), config.queries.failed_sweep_ms);
+  sweepTimer.unref();
+  // The dispatcher lives and dies with the worker: closing the worker (the WorkerRegistry, tests)
+  // stops it too.
+  worker.on('closing', () => {
+    clearInterval(sweepTimer);
+    void dispatcher.close();
+  });
+  if (deps.autorun ?? true) dispatcher.start();
   return { name: CONCORDANCE_QUERIES, queue, worker };
 }

@@ -211,7 +211,7 @@ export function producer(ctx: BenchContext, config: Config): Producer {
   return {
     context,
     queue,
-    scheduler: queryScheduler(context, queue),
+    scheduler: queryScheduler(context),
     async close() {
       remove();
       await close();

@@ -60,6 +60,16 @@ const QueriesSchema = z.strictObject({
   deliver_superseded: z.boolean(),
   concurrency: z.int().min(1),
   lock_duration_ms: z.int().min(1_000),
+  /** How often a query's job may stall (its worker died) and still resume. */
+  max_stalled_count: z.int().min(0),
+  /** How often failed query jobs are looked for, to give each its `failed` event. */
+  failed_sweep_ms: z.int().min(100),
+  /** How the workers turn due queries into jobs (see QueryDispatcher). */
+  dispatch: z.strictObject({
+    interval_ms: z.int().min(10),
+    batch: z.int().min(1),
+    lease_ms: z.int().min(1_000),
+  }),
 });
 
 const Hl7v2Schema = z.strictObject({
@@ -126,7 +136,11 @@ export const ConfigSchema = z.strictObject({
       categories: z.enum(['all', 'outpatient_default']),
     }),
   }),
-  privacy: z.strictObject({ identifying_fields: z.array(z.string().min(1)) }),
+  privacy: z.strictObject({
+    identifying_fields: z.array(z.string().min(1)),
+    /** A record not updated for this many days expires (0: kept until purged). */
+    record_retention_days: z.int().min(0),
+  }),
   queries: QueriesSchema,
   worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
   delivery: z.strictObject({

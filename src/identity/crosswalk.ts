@@ -11,6 +11,16 @@ redis.call('SET', KEYS[2], ARGV[2])
 return {ARGV[1], 1}
 `;
 
+/** A crosswalk entry to be created by a script: see {@link Crosswalk.plan}. */
+export interface CrosswalkPlan {
+  patientServiceId: string;
+  /** Hash `{psid, local}` found by the local id's HMAC. */
+  forwardKey: string;
+  /** The sealed local id, found by the service id. */
+  reverseKey: string;
+  sealedLocalId: string;
+}
+
 export interface CrosswalkOptions {
   redis: Redis;
   /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
@@ -54,6 +64,21 @@ export class Crosswalk {
       sealed,
     )) as [string, number];
     return { patientServiceId, created: created === 1 };
+  }
+
+  /**
+   * What a script needs to create the entry of a local id together with other writes: the keys,
+   * a candidate service id and the local id sealed for it. The entry is written only by that
+   * script (see `UpdateCommitter`), and only if no entry exists by then.
+   */
+  plan(localId: string): CrosswalkPlan {
+    const patientServiceId = randomUUID();
+    return {
+      patientServiceId,
+      forwardKey: this.#forward(localId),
+      reverseKey: this.#reverse(patientServiceId),
+      sealedLocalId: this.#keys.seal(localId, `xw:${patientServiceId}`),
+    };
   }
 
   /** The service id of a local id already seen, without creating one. */

@@ -1,19 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { Crosswalk } from '../identity/crosswalk.ts';
-import type { PresetStore } from '../presets/preset-store.ts';
+import type { Crosswalk, CrosswalkPlan } from '../identity/crosswalk.ts';
 import { categoriesFromRules, type PresetRule } from '../presets/rules.ts';
-import type { QueryScheduler, ScheduledQuery } from '../queries/query-scheduler.ts';
+import type { ScheduledQuery } from '../queries/query-scheduler.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { RequestValidationError } from './errors/request-validation-error.ts';
-import type { IdempotencyStore } from './idempotency-store.ts';
+import { CommitConflictError } from './errors/commit-conflict-error.ts';
 import type { RecordUpdateBody } from './schemas/record-update-body.ts';
+import type { UpdateCommitter } from './update-committer.ts';
 
 export interface RecordUpdateDeps {
   crosswalk: Crosswalk;
   records: RecordStore;
-  presets: PresetStore;
-  scheduler: QueryScheduler;
-  idempotency: IdempotencyStore;
+  committer: UpdateCommitter;
   /** `config.presets.rules`: presets of every patient. */
   rules: readonly PresetRule[];
 }
@@ -35,12 +33,23 @@ export type RecordUpdateResult =
   | { outcome: 'accepted'; answer: AcceptedAnswer }
   | { outcome: 'duplicate'; answer: DuplicateAnswer };
 
+const recordMissing = () =>
+  new RequestValidationError([
+    {
+      loc: ['body', 'assembled_patient'],
+      msg: 'no record is known for this patient: send assembled_patient',
+      type: 'record_missing',
+    },
+  ]);
+
+/** A commit that lost a race (another writer created the patient) is retried this many times. */
+const MAX_ATTEMPTS = 5;
+
 /**
- * Applies one validated record update: the record, then one query per preset category. Each step
- * is awaited in Redis before the next, and the event id is remembered last, so that an update
- * interrupted anywhere is not remembered and the sender's retry redoes it (every step is
- * idempotent or coalesces: the crosswalk resolves to the same id, a second record put is the same
- * record, a second schedule joins the open query).
+ * Applies one validated record update in one Redis script (see UpdateCommitter): the crosswalk
+ * entry of a new patient, the record, one query per preset category, and the sender's event id
+ * (remembered per patient) all become durable together or not at all, so that the 202 always means
+ * the queries will run, and a resend after a failure finds nothing half done.
  */
 export async function acceptRecordUpdate(
   deps: RecordUpdateDeps,
@@ -48,41 +57,48 @@ export async function acceptRecordUpdate(
   now = new Date(),
 ): Promise<RecordUpdateResult> {
   const eventId = body.event_id ?? randomUUID();
-  if (body.event_id !== undefined && (await deps.idempotency.find(eventId)) !== undefined) {
-    return { outcome: 'duplicate', answer: { duplicate: true, event_id: eventId } };
+  const extraCategories = [
+    ...new Set([...categoriesFromRules(deps.rules, body.changes), ...(body.ccsr_categories ?? [])]),
+  ];
+  for (let attempt = 1; ; attempt++) {
+    const existing = await deps.crosswalk.find(body.patient_id);
+    // Queries run on the stored record: without one there is nothing to evaluate, and nothing
+    // (not even a crosswalk entry) is created.
+    if (existing === undefined && body.assembled_patient === undefined) throw recordMissing();
+    const newPatient = existing === undefined ? deps.crosswalk.plan(body.patient_id) : undefined;
+    const patientServiceId = existing ?? (newPatient as CrosswalkPlan).patientServiceId;
+    const result = await deps.committer.commit({
+      patientServiceId,
+      ...(newPatient === undefined ? {} : { newPatient }),
+      record:
+        body.assembled_patient === undefined
+          ? { kind: 'keep' }
+          : {
+              kind: 'put',
+              sealed: deps.records.sealRecord(patientServiceId, body.assembled_patient),
+            },
+      eventId,
+      now,
+      extraCategories,
+      // An id we generated cannot come back: only the sender's own ids are worth remembering.
+      remember: body.event_id !== undefined,
+    });
+    switch (result.status) {
+      case 'ok':
+        return {
+          outcome: 'accepted',
+          answer: {
+            event_id: eventId,
+            patient_service_id: patientServiceId,
+            queries: result.queries,
+          },
+        };
+      case 'duplicate':
+        return { outcome: 'duplicate', answer: { duplicate: true, event_id: eventId } };
+      case 'missing':
+        throw recordMissing();
+      case 'conflict':
+        if (attempt >= MAX_ATTEMPTS) throw new CommitConflictError(attempt);
+    }
   }
-
-  const { patientServiceId } = await deps.crosswalk.resolve(body.patient_id);
-  if (body.assembled_patient !== undefined) {
-    await deps.records.put(patientServiceId, body.assembled_patient, now);
-  } else if ((await deps.records.version(patientServiceId)) === 0) {
-    // Queries run on the stored record: without one there is nothing to evaluate.
-    throw new RequestValidationError([
-      {
-        loc: ['body', 'assembled_patient'],
-        msg: 'no record is known for this patient: send assembled_patient',
-        type: 'record_missing',
-      },
-    ]);
-  }
-
-  const registered = (await deps.presets.list(patientServiceId)).map((p) => p.ccsr_category);
-  const categories = new Set([
-    ...registered,
-    ...categoriesFromRules(deps.rules, body.changes),
-    ...(body.ccsr_categories ?? []),
-  ]);
-  const trigger = { eventId, at: now.toISOString() };
-  const queries = await Promise.all(
-    [...categories].map((category) => deps.scheduler.schedule(patientServiceId, category, trigger)),
-  );
-
-  const answer: AcceptedAnswer = {
-    event_id: eventId,
-    patient_service_id: patientServiceId,
-    queries,
-  };
-  // An id we generated cannot come back: only the sender's own ids are worth remembering.
-  if (body.event_id !== undefined) await deps.idempotency.remember(eventId, answer);
-  return { outcome: 'accepted', answer };
 }

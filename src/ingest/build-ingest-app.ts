@@ -11,7 +11,7 @@ import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
 import type { Config } from '../config/config-schema.ts';
 import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PresetStore } from '../presets/preset-store.ts';
-import type { QueryScheduler } from '../queries/query-scheduler.ts';
+import type { UpdateCommitter } from './update-committer.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { handleClientError } from './client-error-handler.ts';
 import { ClinicalUpdates } from './clinical-updates.ts';
@@ -20,7 +20,6 @@ import { BadRequestError } from './errors/bad-request-error.ts';
 import { NotFoundError } from './errors/not-found-error.ts';
 import { installBearerAuth } from './hooks/bearer-auth.ts';
 import { installRequestLog } from './hooks/request-log.ts';
-import { IdempotencyStore } from './idempotency-store.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
 import { fhirRoutes } from './fhir/fhir-routes.ts';
 import { hl7v2Routes } from './hl7v2/hl7v2-routes.ts';
@@ -37,14 +36,10 @@ export interface IngestDeps {
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
-  scheduler: QueryScheduler;
+  /** Applies each message in one Redis script (see `UpdateCommitter.fromConfig`). */
+  committer: UpdateCommitter;
   /** Request outcomes only: no patient id, record content or token is ever logged. */
   logger: Logger;
-  /**
-   * Remembers event ids.
-   * @defaultValue built from `redis`, `config.redis.prefix` and `config.ingest.idempotency_ttl_s`
-   */
-  idempotency?: IdempotencyStore;
   /**
    * Applies HL7 v2 and FHIR messages to the clinical records.
    * @defaultValue `ClinicalUpdates.fromDeps(deps)`
@@ -110,21 +105,11 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
   const tables = loadCcsrTables();
   const rules = config.presets.rules;
   const registry = deps.metrics?.registry ?? defaultRegistry();
-  const idempotency =
-    deps.idempotency ??
-    new IdempotencyStore({
-      redis,
-      prefix: config.redis.prefix,
-      ttlSeconds: config.ingest.idempotency_ttl_s,
-    });
-
   await app.register(healthRoutes, { redis, registry });
   await app.register(recordUpdateRoutes, {
     crosswalk: deps.crosswalk,
     records: deps.records,
-    presets: deps.presets,
-    scheduler: deps.scheduler,
-    idempotency,
+    committer: deps.committer,
     rules,
     tables,
     identifyingFields: config.privacy.identifying_fields,

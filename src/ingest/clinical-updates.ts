@@ -1,16 +1,16 @@
-import type { Crosswalk } from '../identity/crosswalk.ts';
-import type { PresetStore } from '../presets/preset-store.ts';
+import type { Crosswalk, CrosswalkPlan } from '../identity/crosswalk.ts';
 import { categoriesFromRules, type PresetRule } from '../presets/rules.ts';
 import { problemListCategories, type ProblemListMode } from '../presets/problem-list.ts';
-import type { QueryScheduler } from '../queries/query-scheduler.ts';
+import { applyClinicalChanges } from '../records/apply-clinical-changes.ts';
 import type { ClinicalChange } from '../records/clinical-change.ts';
 import type { RecordStore } from '../records/record-store.ts';
+import { CommitConflictError } from './errors/commit-conflict-error.ts';
+import type { CommitInput, UpdateCommitter } from './update-committer.ts';
 
 export interface ClinicalUpdatesOptions {
   crosswalk: Crosswalk;
   records: RecordStore;
-  presets: PresetStore;
-  scheduler: QueryScheduler;
+  committer: UpdateCommitter;
   /** `config.presets.rules`. */
   rules: readonly PresetRule[];
   /** `config.presets.from_problem_list`. */
@@ -53,14 +53,12 @@ export class ClinicalUpdates {
     };
     crosswalk: Crosswalk;
     records: RecordStore;
-    presets: PresetStore;
-    scheduler: QueryScheduler;
+    committer: UpdateCommitter;
   }): ClinicalUpdates {
     return new ClinicalUpdates({
       crosswalk: deps.crosswalk,
       records: deps.records,
-      presets: deps.presets,
-      scheduler: deps.scheduler,
+      committer: deps.committer,
       rules: deps.config.presets.rules,
       problemList: deps.config.presets.from_problem_list,
     });
@@ -70,77 +68,125 @@ export class ClinicalUpdates {
     return this.#o.now?.() ?? new Date();
   }
 
-  async apply(
-    update: ClinicalUpdate,
+  /** The patient's service id, or a plan to create it in the commit (a patient never seen). */
+  async #patient(
+    localId: string,
+  ): Promise<{ patientServiceId: string; newPatient?: CrosswalkPlan }> {
+    const existing = await this.#o.crosswalk.find(localId);
+    if (existing !== undefined) return { patientServiceId: existing };
+    const newPatient = this.#o.crosswalk.plan(localId);
+    return { patientServiceId: newPatient.patientServiceId, newPatient };
+  }
+
+  /** Commits, re-reading and recomputing when another writer got there first. */
+  async #commitWithRetry(
+    attempt: () => Promise<
+      CommitInput | { unchanged: { patientServiceId: string; version: number } }
+    >,
   ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
-    const { patientServiceId } = await this.#o.crosswalk.resolve(update.localId);
-    const now = this.#now();
-    const { version, changed } = await this.#o.records.updateClinical(
-      patientServiceId,
-      update.changes,
-      now,
-    );
-    if (changed) await this.#runQueries(patientServiceId, update.eventId, update.kinds, now);
-    return { patientServiceId, version, changed };
+    for (let n = 1; n <= MAX_ATTEMPTS; n++) {
+      const input = await attempt();
+      if ('unchanged' in input) return { ...input.unchanged, changed: false };
+      const result = await this.#o.committer.commit(input);
+      if (result.status === 'ok') {
+        return { patientServiceId: input.patientServiceId, version: result.version, changed: true };
+      }
+      if (result.status !== 'conflict') {
+        throw new Error(`unexpected commit answer for a clinical update: ${result.status}`);
+      }
+    }
+    throw new CommitConflictError(MAX_ATTEMPTS);
+  }
+
+  #problemList(clinical: Parameters<typeof problemListCategories>[0]): string[] | undefined {
+    return this.#o.problemList.enabled
+      ? problemListCategories(clinical, this.#o.problemList.categories)
+      : undefined;
   }
 
   /**
-   * An HL7 A40 merge: the surviving patient takes over the prior one's record and presets; the
-   * prior id keeps its crosswalk entry (for audit) but no longer has a record or presets.
+   * Applies a message's changes to the patient's record and, in the same Redis script, brings the
+   * problem-list presets in line with the new record and opens the patient's queries (see
+   * UpdateCommitter). A message that changes nothing writes and schedules nothing: a resend is
+   * harmless, and since record and queries are written together, an unchanged record never hides a
+   * query that was not scheduled.
+   */
+  async apply(
+    update: ClinicalUpdate,
+  ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
+    return this.#commitWithRetry(async () => {
+      const { patientServiceId, newPatient } = await this.#patient(update.localId);
+      const { version, clinical } = await this.#o.records.readClinical(patientServiceId);
+      const next = applyClinicalChanges(clinical, update.changes, version + 1);
+      if (!next.changed) return { unchanged: { patientServiceId, version } };
+      return {
+        patientServiceId,
+        ...(newPatient === undefined ? {} : { newPatient }),
+        record: {
+          kind: 'clinical',
+          sealed: this.#o.records.sealClinical(patientServiceId, next.record),
+          expectedVersion: version,
+        },
+        eventId: update.eventId,
+        now: this.#now(),
+        ...(this.#problemList(next.record) === undefined
+          ? {}
+          : { problemList: this.#problemList(next.record) }),
+        extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
+      };
+    });
+  }
+
+  /**
+   * An HL7 merge (A40 and the like): the surviving patient takes over the prior one's record and
+   * presets, in one script; the prior id keeps its crosswalk entry (for audit) but no longer has a
+   * record or presets.
    */
   async merge(input: {
     survivingLocalId: string;
     priorLocalId: string;
     eventId: string;
   }): Promise<{ patientServiceId: string }> {
-    const { patientServiceId } = await this.#o.crosswalk.resolve(input.survivingLocalId);
     const prior = await this.#o.crosswalk.find(input.priorLocalId);
-    if (prior === undefined || prior === patientServiceId) return { patientServiceId };
-    const now = this.#now();
-    const stored = await this.#o.records.get(prior);
-    const items = Object.values(stored?.clinical?.items ?? {}).map(
-      ({ version: _version, ...item }) => item,
-    );
-    const changes: ClinicalChange[] = [
-      ...items.map((item) => ({ type: 'upsert' as const, item })),
-      ...(stored?.clinical ? [{ type: 'patient' as const, facets: stored.clinical.patient }] : []),
-    ];
-    await this.#o.records.updateClinical(patientServiceId, changes, now);
-    for (const preset of await this.#o.presets.list(prior)) {
-      await this.#o.presets.put(patientServiceId, preset.ccsr_category, preset.source, now);
-      await this.#o.presets.delete(prior, preset.ccsr_category);
+    if (prior === undefined) {
+      return {
+        patientServiceId: (await this.#o.crosswalk.resolve(input.survivingLocalId))
+          .patientServiceId,
+      };
     }
-    await this.#o.records.remove(prior);
-    await this.#runQueries(patientServiceId, input.eventId, [], now);
-    return { patientServiceId };
-  }
-
-  /** Brings problem-list presets in line with the newest record, then schedules every preset. */
-  async #runQueries(patientServiceId: string, eventId: string, kinds: string[], now: Date) {
-    if (this.#o.problemList.enabled) await this.#syncProblemList(patientServiceId, now);
-    const presets = (await this.#o.presets.list(patientServiceId)).map((p) => p.ccsr_category);
-    const categories = new Set([...presets, ...categoriesFromRules(this.#o.rules, kinds)]);
-    const trigger = { eventId, at: now.toISOString() };
-    for (const category of categories) {
-      await this.#o.scheduler.schedule(patientServiceId, category, trigger);
-    }
-  }
-
-  async #syncProblemList(patientServiceId: string, now: Date) {
-    // The newest record, not the one this message wrote: a slower, older message must not take
-    // back a preset a newer one added.
-    const clinical = (await this.#o.records.get(patientServiceId))?.clinical;
-    const wanted = new Set(
-      clinical ? problemListCategories(clinical, this.#o.problemList.categories) : [],
-    );
-    const current = await this.#o.presets.list(patientServiceId);
-    for (const category of wanted) {
-      await this.#o.presets.put(patientServiceId, category, 'problem_list', now);
-    }
-    for (const preset of current) {
-      if (preset.source === 'problem_list' && !wanted.has(preset.ccsr_category)) {
-        await this.#o.presets.delete(patientServiceId, preset.ccsr_category);
-      }
-    }
+    const result = await this.#commitWithRetry(async () => {
+      const { patientServiceId, newPatient } = await this.#patient(input.survivingLocalId);
+      if (patientServiceId === prior) return { unchanged: { patientServiceId, version: 0 } };
+      const [survivor, old] = await Promise.all([
+        this.#o.records.readClinical(patientServiceId),
+        this.#o.records.readClinical(prior),
+      ]);
+      const items = Object.values(old.clinical.items).map(({ version: _version, ...item }) => item);
+      const changes: ClinicalChange[] = [
+        ...items.map((item) => ({ type: 'upsert' as const, item })),
+        { type: 'patient' as const, facets: old.clinical.patient },
+      ];
+      const next = applyClinicalChanges(survivor.clinical, changes, survivor.version + 1);
+      return {
+        patientServiceId,
+        ...(newPatient === undefined ? {} : { newPatient }),
+        record: {
+          kind: 'clinical',
+          sealed: this.#o.records.sealClinical(patientServiceId, next.record),
+          expectedVersion: survivor.version,
+        },
+        eventId: input.eventId,
+        now: this.#now(),
+        ...(this.#problemList(next.record) === undefined
+          ? {}
+          : { problemList: this.#problemList(next.record) }),
+        extraCategories: [],
+        merge: { priorPatientServiceId: prior, priorExpectedVersion: old.version },
+      };
+    });
+    return { patientServiceId: result.patientServiceId };
   }
 }
+
+/** A commit that keeps losing to other writers of the same record gives up after this many tries. */
+const MAX_ATTEMPTS = 10;

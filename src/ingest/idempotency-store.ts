@@ -13,9 +13,10 @@ export interface IdempotencyStoreOptions {
 }
 
 /**
- * The event ids of accepted record updates, each with the answer it got, for `ttlSeconds`.
- * The caller writes an entry only once everything the update caused is durable, so that an update
- * interrupted half-way (a crash, Redis lost) is not remembered and the sender's retry goes through.
+ * The event ids of accepted record updates, per patient (the same id from two patients is two
+ * updates), each with the answer it got, for `ttlSeconds`. Ingest writes an entry in the same
+ * script that stores the update (`UpdateCommitter`), so an id is remembered exactly when its update
+ * is durable.
  */
 export class IdempotencyStore {
   readonly #redis: Redis;
@@ -29,17 +30,26 @@ export class IdempotencyStore {
   }
 
   /**
-   * The event id is hashed: it is the sender's free text (up to 200 characters, any bytes), and a
+   * The key of an event id of a patient. The event id is hashed: it is the sender's free text (up to 200 characters, any bytes), and a
    * digest keeps key names short, uniform and free of whatever the sender put in it.
    */
-  #key(eventId: string): string {
-    const digest = createHash('sha256').update(eventId, 'utf8').digest('base64url');
+  keyOf(patientServiceId: string, eventId: string): string {
+    const digest = createHash('sha256')
+      .update(patientServiceId, 'utf8')
+      .update('\0')
+      .update(eventId, 'utf8')
+      .digest('base64url');
     return `${this.#prefix}:idem:${digest}`;
   }
 
-  /** The answer stored for an event id seen within the window, or `undefined`. */
-  async find(eventId: string): Promise<unknown> {
-    const stored = await this.#redis.get(this.#key(eventId));
+  /** How long an entry is kept, in seconds. */
+  get ttlSeconds(): number {
+    return this.#ttlSeconds;
+  }
+
+  /** The answer stored for an event id of this patient seen within the window, or `undefined`. */
+  async find(patientServiceId: string, eventId: string): Promise<unknown> {
+    const stored = await this.#redis.get(this.keyOf(patientServiceId, eventId));
     return stored === null ? undefined : (JSON.parse(stored) as unknown);
   }
 
@@ -47,9 +57,9 @@ export class IdempotencyStore {
    * Remembers the event id with its answer unless it is remembered already (SET NX EX); true when
    * this call stored it.
    */
-  async remember(eventId: string, answer: unknown): Promise<boolean> {
+  async remember(patientServiceId: string, eventId: string, answer: unknown): Promise<boolean> {
     const set = await this.#redis.set(
-      this.#key(eventId),
+      this.keyOf(patientServiceId, eventId),
       JSON.stringify(answer),
       'EX',
       this.#ttlSeconds,

@@ -81,6 +81,10 @@ export class PipelineMetrics {
   readonly pollLateness: Histogram;
   readonly queriesFinished: Counter<'outcome'>;
   readonly resubmissions: Counter;
+  /** Submissions that may have created a remote job twice (see the README's crash safety). */
+  readonly possibleDuplicates: Counter<'reason'>;
+  /** From sending a submission to its remote job id being durable: the duplicate window. */
+  readonly submitWindow: Histogram;
   readonly updateToDelivery: Histogram<'channel'>;
   readonly deliveries: Counter<'channel' | 'outcome'>;
   readonly deadLetters: Counter<'channel'>;
@@ -151,6 +155,28 @@ export class PipelineMetrics {
         new Counter({
           name: 'cw_query_resubmissions_total',
           help: 'Queries submitted again because the service no longer knew their remote job (not_exists).',
+          registers,
+        }),
+    );
+    this.possibleDuplicates = reuse(
+      registry,
+      'cw_possible_duplicate_submissions_total',
+      () =>
+        new Counter({
+          name: 'cw_possible_duplicate_submissions_total',
+          help: 'Submissions sent again although an earlier one may have reached the service: after no answer (timeout, reset) or after a worker died while one was under way.',
+          labelNames: ['reason'],
+          registers,
+        }),
+    );
+    this.submitWindow = reuse(
+      registry,
+      'cw_submit_window_seconds',
+      () =>
+        new Histogram({
+          name: 'cw_submit_window_seconds',
+          help: 'From sending a submission to its remote job id being stored in Redis: a worker killed within this window submits the query again.',
+          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
           registers,
         }),
     );

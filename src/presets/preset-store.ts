@@ -36,6 +36,11 @@ export class PresetStore {
   }
 
   #key(patientServiceId: string): string {
+    return this.keyOf(patientServiceId);
+  }
+
+  /** The Redis hash of a patient's presets (for scripts that write it with other keys). */
+  keyOf(patientServiceId: string): string {
     return `${this.#prefix}:presets:${patientServiceId}`;
   }
 

@@ -1,3 +1,4 @@
+import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 
 /**
@@ -32,5 +33,26 @@ export type QueryJobData = z.infer<typeof QueryJobDataSchema>;
 
 /** A BullMQ job id per logical query: no colons, never all digits. */
 export function queryJobId(patientServiceId: string, category: string, seq: number): string {
-  return `q-${patientServiceId}-${category}-${seq}`;
+  return `${queryJobIdPrefix(patientServiceId)}${category}-${seq}`;
+}
+
+/** What every query job id of a patient starts with. */
+export function queryJobIdPrefix(patientServiceId: string): string {
+  return `q-${patientServiceId}-`;
+}
+
+/**
+ * The options of every query job: submission retries (`queries.submit_attempts`, exponential
+ * backoff from `queries.submit_backoff_ms`) and bounded retention of finished jobs.
+ */
+export function queryJobOptions(queries: {
+  submit_attempts: number;
+  submit_backoff_ms: number;
+}): JobsOptions {
+  return {
+    attempts: queries.submit_attempts,
+    backoff: { type: 'exponential', delay: queries.submit_backoff_ms, jitter: 0.2 },
+    removeOnComplete: { count: 1_000, age: 3_600 },
+    removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
+  };
 }

@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import type { Queue } from 'bullmq';
-import { queryJobId, type QueryJobData } from './query-job.ts';
+import { queryJobId } from './query-job.ts';
 import type { QueryState, Trigger } from './query-state.ts';
 
 export interface ScheduledQuery {
@@ -13,48 +11,45 @@ export interface ScheduledQuery {
 
 export interface QuerySchedulerOptions {
   state: QueryState;
-  queue: Queue;
   /** @defaultValue 2000 */
   debounceMs: number;
+  /** @defaultValue `Date.now` */
+  now?: () => number;
 }
 
 /**
- * Turns a record update into queries: one open query per (patient, category), run once the
- * debounce window of its first update has passed, on the newest record at that moment.
+ * Opens queries for producers that store no record themselves (the bench, tests): one open query
+ * per (patient, category), due once the debounce window of its first update has passed, run on
+ * the newest record at that moment. Ingest does the same inside its one script per message
+ * (`UpdateCommitter`), together with the record.
  */
 export class QueryScheduler {
   readonly #state: QueryState;
-  readonly #queue: Queue;
   readonly #debounceMs: number;
+  readonly #now: () => number;
 
-  constructor({ state, queue, debounceMs }: QuerySchedulerOptions) {
+  constructor({ state, debounceMs, now = Date.now }: QuerySchedulerOptions) {
     this.#state = state;
-    this.#queue = queue;
     this.#debounceMs = debounceMs;
+    this.#now = now;
   }
 
-  /**
-   * Resolves once the query is durable in Redis. The job is added even for a coalesced update:
-   * BullMQ ignores an id it already holds, and a job lost between the state change and its add
-   * (a crash) is thereby re-created by the next update.
-   */
+  /** Resolves once the query is durable in Redis (in the due set, see QueryDispatcher). */
   async schedule(
     patientServiceId: string,
     ccsrCategory: string,
     trigger: Trigger,
   ): Promise<ScheduledQuery> {
-    const { seq, coalesced } = await this.#state.schedule(patientServiceId, ccsrCategory, trigger);
-    const jobId = queryJobId(patientServiceId, ccsrCategory, seq);
-    const data: QueryJobData = {
-      queryId: randomUUID(),
+    const { seq, coalesced } = await this.#state.schedule(
       patientServiceId,
       ccsrCategory,
-      seq,
-      step: 'scheduled',
-      polls: 0,
-      resubmits: 0,
+      trigger,
+      this.#now() + this.#debounceMs,
+    );
+    return {
+      ccsr_category: ccsrCategory,
+      job_id: queryJobId(patientServiceId, ccsrCategory, seq),
+      coalesced,
     };
-    await this.#queue.add('query', data, { jobId, delay: this.#debounceMs });
-    return { ccsr_category: ccsrCategory, job_id: jobId, coalesced };
   }
 }

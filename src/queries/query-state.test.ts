@@ -15,15 +15,15 @@ describe('QueryState (real Redis)', () => {
   afterEach(() => env.cleanup());
 
   it('coalesces updates into the open query until it is claimed, then opens the next', async () => {
-    expect(await state.schedule('p', 'END002', { eventId: 'e1', at: at(1) })).toEqual({
+    expect(await state.schedule('p', 'END002', { eventId: 'e1', at: at(1) }, 0)).toEqual({
       seq: 1,
       coalesced: false,
     });
-    expect(await state.schedule('p', 'END002', { eventId: 'e2', at: at(2) })).toEqual({
+    expect(await state.schedule('p', 'END002', { eventId: 'e2', at: at(2) }, 0)).toEqual({
       seq: 1,
       coalesced: true,
     });
-    expect(await state.schedule('p', 'CIR007', { eventId: 'e2', at: at(2) })).toEqual({
+    expect(await state.schedule('p', 'CIR007', { eventId: 'e2', at: at(2) }, 0)).toEqual({
       seq: 1,
       coalesced: false,
     });
@@ -34,14 +34,14 @@ describe('QueryState (real Redis)', () => {
       firstAt: at(1),
       lastAt: at(2),
     });
-    expect(await state.schedule('p', 'END002', { eventId: 'e3', at: at(3) })).toEqual({
+    expect(await state.schedule('p', 'END002', { eventId: 'e3', at: at(3) }, 0)).toEqual({
       seq: 2,
       coalesced: false,
     });
   });
 
   it('answers a repeated claim the same way and refuses a stale one', async () => {
-    await state.schedule('p', 'END002', { eventId: 'e1', at: at(1) });
+    await state.schedule('p', 'END002', { eventId: 'e1', at: at(1) }, 0);
     const first = await state.claim('p', 'END002', 1);
     expect(await state.claim('p', 'END002', 1)).toEqual(first);
     expect(await state.claim('p', 'END002', 7)).toBeUndefined();
@@ -52,7 +52,7 @@ describe('QueryState (real Redis)', () => {
   it('loses no update when many arrive at once: each lands in exactly one query', async () => {
     const results = await Promise.all(
       Array.from({ length: 40 }, (_, i) =>
-        state.schedule('p', 'END002', { eventId: `e${i}`, at: at(i % 60) }),
+        state.schedule('p', 'END002', { eventId: `e${i}`, at: at(i % 60) }, 0),
       ),
     );
     expect(results.filter((r) => !r.coalesced)).toHaveLength(1);
@@ -63,7 +63,7 @@ describe('QueryState (real Redis)', () => {
 
   it('keeps only the newest event ids of a long burst, but counts them all', async () => {
     for (let i = 0; i < MAX_TRIGGER_IDS + 5; i++) {
-      await state.schedule('p', 'END002', { eventId: `e${i}`, at: at(i % 60) });
+      await state.schedule('p', 'END002', { eventId: `e${i}`, at: at(i % 60) }, 0);
     }
     const claimed = await state.claim('p', 'END002', 1);
     expect(claimed?.count).toBe(MAX_TRIGGER_IDS + 5);
@@ -72,13 +72,42 @@ describe('QueryState (real Redis)', () => {
     expect(claimed?.eventIds.at(-1)).toBe(`e${MAX_TRIGGER_IDS + 4}`);
   });
 
+  const remote = (id: string, resubmits = 0) => ({
+    remoteJobId: id,
+    submittedAt: 1,
+    resubmits,
+    recordVersion: 1,
+  });
+
   it('supersedes older queries once a newer one is submitted, never the other way', async () => {
-    await state.markSubmitted('p', 'END002', 1);
+    await state.markSubmitted('p', 'END002', 1, remote('j1'));
     expect(await state.isSuperseded('p', 'END002', 1)).toBe(false);
-    await state.markSubmitted('p', 'END002', 2);
+    await state.markSubmitted('p', 'END002', 2, remote('j2'));
     expect(await state.isSuperseded('p', 'END002', 1)).toBe(true);
     expect(await state.isSuperseded('p', 'END002', 2)).toBe(false);
-    await state.markSubmitted('p', 'END002', 1); // a resubmission of the older one
+    await state.markSubmitted('p', 'END002', 1, remote('j1b', 1)); // a resubmission of the older one
     expect(await state.isSuperseded('p', 'END002', 2)).toBe(false);
+  });
+
+  it('hands a stored remote job to a resumed submission instead of a second POST', async () => {
+    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
+    await state.markSubmitted('p', 'END002', 1, remote('j1'));
+    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({
+      stored: remote('j1'),
+      interrupted: false,
+    });
+    // A resubmission (the remote job was lost) does not take the lost job back.
+    expect(await state.beginSubmission('p', 'END002', 1, 1)).toEqual({ interrupted: false });
+  });
+
+  it('tells a submission that an earlier attempt was sent but never answered', async () => {
+    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
+    // The worker died during the POST: the next attempt finds the attempt begun, not stored.
+    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: true });
+    // An attempt that got an answer creating nothing is abandoned: the next one is not suspect.
+    await state.abandonSubmission('p', 'END002', 1);
+    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
+    await state.finish('p', 'END002', 1);
+    expect(await env.redis.hkeys(`${env.prefix}:qs:p:END002`)).not.toContain('s:1');
   });
 });

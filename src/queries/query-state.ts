@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
 
 /** One record update that asked for a query. */
 export interface Trigger {
@@ -19,24 +20,12 @@ export interface Triggers {
 export const MAX_TRIGGER_IDS = 100;
 
 /**
- * Adds a trigger to the key's open (not yet submitted) query, opening one if there is none.
- * Everything lives in the key's own hash, so the script touches only a declared key.
+ * Adds a trigger to the key's open (not yet submitted) query, opening one if there is none, and
+ * puts a newly opened query in the due set (see query-outbox.ts).
  */
-const SCHEDULE = `
-local pending = redis.call('HGET', KEYS[1], 'pending')
-local coalesced = 1
-if not pending then
-  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  pending = tostring(seq)
-  redis.call('HSET', KEYS[1], 'pending', pending, 'p_first_at', ARGV[2], 'p_count', 0, 'p_events', '[]')
-  coalesced = 0
-end
-local events = cjson.decode(redis.call('HGET', KEYS[1], 'p_events'))
-table.insert(events, ARGV[1])
-if #events > tonumber(ARGV[3]) then table.remove(events, 1) end
-redis.call('HSET', KEYS[1], 'p_events', cjson.encode(events), 'p_last_at', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'p_count', 1)
-return {pending, coalesced}
+const SCHEDULE = `${SCHEDULE_QUERY_LUA}
+local seq, coalesced = schedule_query(KEYS[1], KEYS[2], ARGV[4], ARGV[5], ARGV[1], ARGV[2], ARGV[6], tonumber(ARGV[3]))
+return {seq, coalesced}
 `;
 
 /**
@@ -55,12 +44,44 @@ redis.call('HSET', KEYS[1], 'c:' .. ARGV[1], claimed)
 return claimed
 `;
 
-/** Records that query `seq` has a remote job; newer submitted queries supersede older ones. */
+/**
+ * Records that query `seq` has a remote job (ARGV[2], a JSON {@link RemoteJob}) in the same step
+ * that learnt it; newer submitted queries supersede older ones.
+ */
 const SUBMITTED = `
 local current = tonumber(redis.call('HGET', KEYS[1], 'submitted') or '0')
 if tonumber(ARGV[1]) > current then redis.call('HSET', KEYS[1], 'submitted', ARGV[1]) end
+redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
+redis.call('HDEL', KEYS[1], 's:' .. ARGV[1])
 return current
 `;
+
+/**
+ * Before a submission of query ARGV[1] (its ARGV[2]-th resubmission) is sent: the remote job an
+ * earlier attempt already stored, if any, else marks the attempt begun and says whether an earlier
+ * attempt had begun without storing its answer (its worker died during the POST).
+ */
+const BEGIN_SUBMISSION = `
+local remote = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
+if remote then
+  local job = cjson.decode(remote)
+  if tostring(job.resubmits) == ARGV[2] then return {remote, 0} end
+end
+local begun = redis.call('HGET', KEYS[1], 's:' .. ARGV[1])
+redis.call('HSET', KEYS[1], 's:' .. ARGV[1], ARGV[2])
+if begun == ARGV[2] then return {false, 1} end
+return {false, 0}
+`;
+
+/** The remote job of a submitted query, as stored by {@link QueryState.markSubmitted}. */
+export interface RemoteJob {
+  remoteJobId: string;
+  submittedAt: number;
+  /** Which (re)submission of the query it belongs to. */
+  resubmits: number;
+  /** The record version it was submitted with. */
+  recordVersion: number;
+}
 
 export interface QueryStateOptions {
   redis: Redis;
@@ -83,25 +104,32 @@ export class QueryState {
   }
 
   #key(patientServiceId: string, category: string): string {
-    return `${this.#prefix}:qs:${patientServiceId}:${category}`;
+    return queryStateKey(this.#prefix, patientServiceId, category);
   }
 
   /**
    * Attaches an update to the open query of the key, opening a new one (sequence number `seq`)
-   * when none is open. `coalesced` says the update joined a query opened earlier.
+   * when none is open; a new query becomes due at `dueAt` (epoch ms). `coalesced` says the update
+   * joined a query opened earlier. Ingest does the same inside its one script per message
+   * (`UpdateCommitter`); this is for producers that store no record (the bench, tests).
    */
   async schedule(
     patientServiceId: string,
     category: string,
     trigger: Trigger,
+    dueAt: number,
   ): Promise<{ seq: number; coalesced: boolean }> {
     const [seq, coalesced] = (await this.#redis.eval(
       SCHEDULE,
-      1,
+      2,
       this.#key(patientServiceId, category),
+      queryOutboxKey(this.#prefix),
       trigger.eventId,
       trigger.at,
       MAX_TRIGGER_IDS,
+      patientServiceId,
+      category,
+      dueAt,
     )) as [string, number];
     return { seq: Number(seq), coalesced: coalesced === 1 };
   }
@@ -121,9 +149,52 @@ export class QueryState {
     return claimed === null ? undefined : (JSON.parse(claimed) as Triggers);
   }
 
-  /** Marks query `seq` submitted; from now on older queries of the key are superseded. */
-  async markSubmitted(patientServiceId: string, category: string, seq: number): Promise<void> {
-    await this.#redis.eval(SUBMITTED, 1, this.#key(patientServiceId, category), seq);
+  /**
+   * Before sending a submission: the remote job an earlier attempt of this (re)submission already
+   * stored (resume polling it: never submit twice), and whether an earlier attempt was sent but
+   * its answer never stored (a possible duplicate).
+   */
+  async beginSubmission(
+    patientServiceId: string,
+    category: string,
+    seq: number,
+    resubmits: number,
+  ): Promise<{ stored?: RemoteJob; interrupted: boolean }> {
+    const [stored, interrupted] = (await this.#redis.eval(
+      BEGIN_SUBMISSION,
+      1,
+      this.#key(patientServiceId, category),
+      seq,
+      resubmits,
+    )) as [string | null, number];
+    return {
+      ...(stored === null ? {} : { stored: JSON.parse(stored) as RemoteJob }),
+      interrupted: interrupted === 1,
+    };
+  }
+
+  /** A submission attempt ended with an answer that created no job: it is no longer under way. */
+  async abandonSubmission(patientServiceId: string, category: string, seq: number): Promise<void> {
+    await this.#redis.hdel(this.#key(patientServiceId, category), `s:${seq}`);
+  }
+
+  /**
+   * Stores query `seq`'s remote job in one step, right as the service answered; from now on older
+   * queries of the key are superseded, and this query is never submitted again.
+   */
+  async markSubmitted(
+    patientServiceId: string,
+    category: string,
+    seq: number,
+    remote: RemoteJob,
+  ): Promise<void> {
+    await this.#redis.eval(
+      SUBMITTED,
+      1,
+      this.#key(patientServiceId, category),
+      seq,
+      JSON.stringify(remote),
+    );
   }
 
   /** True when a newer query of the key has been submitted. */
@@ -132,8 +203,13 @@ export class QueryState {
     return Number(submitted ?? 0) > seq;
   }
 
-  /** Forgets what query `seq` claimed, once it has ended. */
+  /** Forgets what query `seq` claimed and submitted, once it has ended. */
   async finish(patientServiceId: string, category: string, seq: number): Promise<void> {
-    await this.#redis.hdel(this.#key(patientServiceId, category), `c:${seq}`);
+    await this.#redis.hdel(
+      this.#key(patientServiceId, category),
+      `c:${seq}`,
+      `s:${seq}`,
+      `r:${seq}`,
+    );
   }
 }

@@ -57,7 +57,40 @@ export class RecordStore {
   }
 
   #key(patientServiceId: string): string {
+    return this.keyOf(patientServiceId);
+  }
+
+  /** The Redis hash of a patient's record (for scripts that write it with other keys). */
+  keyOf(patientServiceId: string): string {
     return `${this.#prefix}:rec:${patientServiceId}`;
+  }
+
+  /** A JSON record sealed as the `record` field of {@link keyOf} holds it. */
+  sealRecord(patientServiceId: string, record: AssembledPatient): string {
+    return this.#keys.seal(JSON.stringify(record), `rec:${patientServiceId}`);
+  }
+
+  /** A clinical record sealed as the `clinical` field of {@link keyOf} holds it. */
+  sealClinical(patientServiceId: string, clinical: ClinicalRecord): string {
+    return this.#keys.seal(JSON.stringify(clinical), `clin:${patientServiceId}`);
+  }
+
+  /** The version and clinical record (empty when none is stored), read together. */
+  async readClinical(
+    patientServiceId: string,
+  ): Promise<{ version: number; clinical: ClinicalRecord }> {
+    const [version, sealed] = await this.#redis.hmget(
+      this.#key(patientServiceId),
+      'version',
+      'clinical',
+    );
+    return {
+      version: Number(version ?? 0),
+      clinical:
+        sealed == null
+          ? emptyClinicalRecord()
+          : ClinicalRecordSchema.parse(this.#open(patientServiceId, sealed, 'clin')),
+    };
   }
 
   /** Replaces the record; returns its new version. */

@@ -8,6 +8,7 @@ import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { processRegistry } from '../observability/process-registry.ts';
+import { queryJobOptions } from '../queries/query-job.ts';
 import { QueryScheduler } from '../queries/query-scheduler.ts';
 import { QueryState } from '../queries/query-state.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
@@ -69,23 +70,16 @@ export function pipelineContext(
 
 /** The query queue as producers see it: submission retries and retention are set per job. */
 export function queriesQueue(context: PipelineContext, connection: Redis): Queue {
-  const { queries } = context.config;
   return new Queue(CONCORDANCE_QUERIES, {
     connection,
     prefix: context.prefix,
-    defaultJobOptions: {
-      attempts: queries.submit_attempts,
-      backoff: { type: 'exponential', delay: queries.submit_backoff_ms, jitter: 0.2 },
-      removeOnComplete: { count: 1_000, age: 3_600 },
-      removeOnFail: { count: 10_000, age: 7 * 24 * 3_600 },
-    },
+    defaultJobOptions: queryJobOptions(context.config.queries),
   });
 }
 
-export function queryScheduler(context: PipelineContext, queue: Queue): QueryScheduler {
+export function queryScheduler(context: PipelineContext): QueryScheduler {
   return new QueryScheduler({
     state: context.state,
-    queue,
     debounceMs: context.config.queries.debounce_ms,
   });
 }

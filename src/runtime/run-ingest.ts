@@ -5,12 +5,8 @@ import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { requestConnection } from '../queues/redis-connections.ts';
-import {
-  crosswalkKeysFrom,
-  pipelineContext,
-  queriesQueue,
-  queryScheduler,
-} from './pipeline-context.ts';
+import { UpdateCommitter } from '../ingest/update-committer.ts';
+import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { StartupError } from './startup-error.ts';
 
@@ -32,13 +28,20 @@ export async function runIngest(
   const unwatch = context.pipelineMetrics.watchQueues(queue);
   // A request connection refuses commands until it is ready: serve only after that.
   await queue.waitUntilReady();
+  const presets = new PresetStore({ redis, prefix: context.prefix });
   const deps = {
     config,
     redis,
     crosswalk: context.crosswalk,
     records: context.records,
-    presets: new PresetStore({ redis, prefix: context.prefix }),
-    scheduler: queryScheduler(context, queue),
+    presets,
+    committer: UpdateCommitter.fromConfig({
+      config,
+      redis,
+      records: context.records,
+      presets,
+      registry: context.metrics,
+    }),
     logger,
     metrics: { registry: context.metrics },
   };

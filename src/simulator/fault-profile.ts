@@ -10,8 +10,22 @@ const rate = z.number().min(0).max(1);
 export const RouteFaultSchema = z.strictObject({
   /** Share of requests answered with `error_status`. @defaultValue 0 */
   error_rate: rate.optional(),
-  /** @defaultValue 503 */
-  error_status: z.union([z.literal(500), z.literal(502), z.literal(503)]).optional(),
+  /**
+   * 5xx for an outage; 400, 404, 413 and 415 for the refusals a client cannot fix by retrying
+   * (a gateway's size limit, a media type it will not take).
+   * @defaultValue 503
+   */
+  error_status: z
+    .union([
+      z.literal(400),
+      z.literal(404),
+      z.literal(413),
+      z.literal(415),
+      z.literal(500),
+      z.literal(502),
+      z.literal(503),
+    ])
+    .optional(),
   /** Share of requests answered 429 with a `Retry-After` header. @defaultValue 0 */
   rate_limit_rate: rate.optional(),
   /** Whole seconds announced in `Retry-After`. @defaultValue 1 */

@@ -12,6 +12,8 @@ import { Crosswalk } from '../../src/identity/crosswalk.ts';
 import { PipelineMetrics } from '../../src/observability/pipeline-metrics.ts';
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
 import type { QueryJobData } from '../../src/queries/query-job.ts';
+import { UpdateCommitter } from '../../src/ingest/update-committer.ts';
+import { PresetStore } from '../../src/presets/preset-store.ts';
 import { QueryScheduler } from '../../src/queries/query-scheduler.ts';
 import { QueryState } from '../../src/queries/query-state.ts';
 import {
@@ -102,6 +104,8 @@ export class PipelineHarness {
   readonly records: RecordStore;
   readonly state: QueryState;
   readonly scheduler: QueryScheduler;
+  /** What ingest applies each message with (record and queries in one script). */
+  readonly committer: UpdateCommitter;
   readonly queue: Queue;
   readonly outbound: OutboundQueueChannel;
   readonly logs: LogCapture;
@@ -121,6 +125,7 @@ export class PipelineHarness {
     records: RecordStore;
     state: QueryState;
     scheduler: QueryScheduler;
+    committer: UpdateCommitter;
     queue: Queue;
     outbound: OutboundQueueChannel;
     logs: LogCapture;
@@ -133,6 +138,7 @@ export class PipelineHarness {
     this.records = parts.records;
     this.state = parts.state;
     this.scheduler = parts.scheduler;
+    this.committer = parts.committer;
     this.queue = parts.queue;
     this.outbound = parts.outbound;
     this.logs = parts.logs;
@@ -172,15 +178,23 @@ export class PipelineHarness {
     const context = { config, prefix } as PipelineContext;
     const queue = queriesQueue(context, redis);
     const outbound = outboundChannel(context, redis);
+    const records = new RecordStore({ redis, prefix, keys });
     const harness = new PipelineHarness({
       config,
       simulator,
       redis,
       prefix,
       crosswalk: new Crosswalk({ redis, prefix, keys }),
-      records: new RecordStore({ redis, prefix, keys }),
+      records,
       state,
-      scheduler: new QueryScheduler({ state, queue, debounceMs: config.queries.debounce_ms }),
+      scheduler: new QueryScheduler({ state, debounceMs: config.queries.debounce_ms }),
+      committer: UpdateCommitter.fromConfig({
+        config: { ...config, redis: { ...config.redis, prefix } },
+        redis,
+        records,
+        presets: new PresetStore({ redis, prefix }),
+        registry: new Registry(),
+      }),
       queue,
       outbound,
       logs: captureLogs(),
@@ -249,7 +263,7 @@ export class PipelineHarness {
     return { close };
   }
 
-  /** Stores a record and schedules its queries, as ingest does. */
+  /** Stores a record and opens its queries in one script, as ingest does. */
   async update(
     localId: string,
     categories: string[],
@@ -257,15 +271,19 @@ export class PipelineHarness {
     eventId: string,
   ): Promise<{ patientServiceId: string; version: number; jobs: string[] }> {
     const { patientServiceId } = await this.crosswalk.resolve(localId);
-    const version = await this.records.put(patientServiceId, record);
-    const at = new Date().toISOString();
-    const jobs = [];
-    for (const category of categories) {
-      jobs.push(
-        (await this.scheduler.schedule(patientServiceId, category, { eventId, at })).job_id,
-      );
-    }
-    return { patientServiceId, version, jobs };
+    const result = await this.committer.commit({
+      patientServiceId,
+      record: { kind: 'put', sealed: this.records.sealRecord(patientServiceId, record) },
+      eventId,
+      now: new Date(),
+      extraCategories: categories,
+    });
+    if (result.status !== 'ok') throw new Error(`the update was not stored: ${result.status}`);
+    return {
+      patientServiceId,
+      version: result.version,
+      jobs: result.queries.map((q) => q.job_id),
+    };
   }
 
   /** Resolves once `count` queries have ended (in any outcome). */

@@ -10,11 +10,13 @@ export default class SummaryReporter implements Reporter {
     let failed = unhandledErrors.length;
     let skipped = 0;
     for (const module of testModules) {
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++;
+      const moduleFailed = module.state() === 'failed';
+      if (moduleFailed && [...module.children.allTests()].length === 0) failed++;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        // A test that never ran because its file's setup failed is a failure, not a skip.
+        else if (state === 'failed' || moduleFailed) failed++;
         else skipped++;
       }
     }

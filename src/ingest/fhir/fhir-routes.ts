@@ -5,7 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../../config/config-schema.ts';
 import type { Crosswalk } from '../../identity/crosswalk.ts';
 import type { PresetStore } from '../../presets/preset-store.ts';
-import type { QueryScheduler } from '../../queries/query-scheduler.ts';
+import type { UpdateCommitter } from '../update-committer.ts';
 import type { RecordStore } from '../../records/record-store.ts';
 import { ClinicalUpdates } from '../clinical-updates.ts';
 import { UnsupportedMediaTypeError } from '../errors/unsupported-media-type-error.ts';
@@ -22,7 +22,7 @@ export interface FhirRouteOptions {
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
-  scheduler: QueryScheduler;
+  committer: UpdateCommitter;
   /** The ingest app's registry (`cw_fhir_event_gaps_total`). */
   registry: Registry;
   /** @defaultValue a `ClinicalUpdates` on the stores above */

@@ -4,7 +4,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../../config/config-schema.ts';
 import type { Crosswalk } from '../../identity/crosswalk.ts';
 import type { PresetStore } from '../../presets/preset-store.ts';
-import type { QueryScheduler } from '../../queries/query-scheduler.ts';
+import type { UpdateCommitter } from '../update-committer.ts';
 import type { RecordStore } from '../../records/record-store.ts';
 import { ClinicalUpdates } from '../clinical-updates.ts';
 import { RedisUnavailableError } from '../errors/redis-unavailable-error.ts';
@@ -17,7 +17,7 @@ export interface Hl7v2RoutesOptions {
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
-  scheduler: QueryScheduler;
+  committer: UpdateCommitter;
   registry: Registry;
   logger: Logger;
   updates?: ClinicalUpdatesPort;

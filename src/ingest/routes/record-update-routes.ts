@@ -39,7 +39,6 @@ export const recordUpdateRoutes: FastifyPluginAsyncZod<RecordUpdateRouteOptions>
     async (request, reply) => {
       const result = await acceptRecordUpdate(deps, request.body);
       if (result.outcome === 'duplicate') return reply.code(200).send(result.answer);
-      for (const query of result.answer.queries) metrics.countQuery(query.coalesced);
       return reply.code(202).send(result.answer);
     },
   );

@@ -15,7 +15,15 @@ const MALFORMED_BODIES: Record<Malformed, string> = {
   wrong_shape: '["simulated fault: this body fits no response schema"]',
 };
 
-const ERROR_TEXT = { 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable' };
+const ERROR_TEXT = {
+  400: 'Bad Request',
+  404: 'Not Found',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+};
 
 /**
  * Applies the fault profile after authentication and body parsing (preValidation), so a bad key

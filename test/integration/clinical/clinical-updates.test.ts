@@ -1,18 +1,11 @@
-import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  deriveCrosswalkKeys,
-  generateCrosswalkSecret,
-} from '../../../src/identity/crosswalk-keys.ts';
-import { Crosswalk } from '../../../src/identity/crosswalk.ts';
+import type { Crosswalk } from '../../../src/identity/crosswalk.ts';
 import { ClinicalUpdates } from '../../../src/ingest/clinical-updates.ts';
-import { PresetStore } from '../../../src/presets/preset-store.ts';
-import { QueryScheduler } from '../../../src/queries/query-scheduler.ts';
-import { QueryState } from '../../../src/queries/query-state.ts';
-import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
+import type { PresetStore } from '../../../src/presets/preset-store.ts';
 import type { ReportedItem } from '../../../src/records/clinical-change.ts';
 import { CODE_SYSTEMS } from '../../../src/records/clinical-record.ts';
-import { RecordStore } from '../../../src/records/record-store.ts';
+import type { RecordStore } from '../../../src/records/record-store.ts';
+import { dueQueries, ingestStack } from '../../support/ingest-stack.ts';
 import { isolatedRedis } from '../../support/redis.ts';
 
 const diagnosis = (code: string, status = 'active'): ReportedItem => ({
@@ -26,7 +19,6 @@ const diagnosis = (code: string, status = 'active'): ReportedItem => ({
 
 describe('ClinicalUpdates (real Redis)', () => {
   let env: Awaited<ReturnType<typeof isolatedRedis>>;
-  let queue: Queue;
   let presets: PresetStore;
   let records: RecordStore;
   let crosswalk: Crosswalk;
@@ -35,33 +27,21 @@ describe('ClinicalUpdates (real Redis)', () => {
   beforeEach(async () => {
     env = await isolatedRedis();
     const { redis, prefix } = env;
-    const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
-    queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
-    presets = new PresetStore({ redis, prefix });
-    records = new RecordStore({ redis, prefix, keys });
-    crosswalk = new Crosswalk({ redis, prefix, keys });
+    const stack = ingestStack({ redis, prefix, debounceMs: 60_000 });
+    ({ presets, records, crosswalk } = stack);
     updates = new ClinicalUpdates({
       crosswalk,
       records,
-      presets,
-      scheduler: new QueryScheduler({
-        state: new QueryState({ redis, prefix }),
-        queue,
-        debounceMs: 60_000,
-      }),
+      committer: stack.committer,
       rules: [{ ccsr_category: 'CIR007', when_changes: ['Observation'] }],
       problemList: { enabled: true, categories: 'outpatient_default' },
     });
   });
-  afterEach(async () => {
-    await queue.close();
-    await env.cleanup();
-  });
+  afterEach(() => env.cleanup());
 
+  /** The categories of the queries opened so far (the due set ingest leaves for the workers). */
   const jobCategories = async () =>
-    (await queue.getDelayed())
-      .map((job) => (job.data as { ccsrCategory: string }).ccsrCategory)
-      .sort();
+    (await dueQueries(env.redis, env.prefix)).map((due) => due.ccsrCategory).sort();
 
   it('turns an active E11.9 diagnosis of a new patient into an END002 preset and query', async () => {
     const result = await updates.apply({

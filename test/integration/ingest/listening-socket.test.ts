@@ -36,7 +36,7 @@ describe('ingest over a listening socket', () => {
     });
     expect(accepted.status).toBe(202);
     const answer = (await accepted.json()) as { queries: { job_id: string }[] };
-    expect(await h.queue.getJob(answer.queries[0]?.job_id ?? '')).toBeDefined();
+    expect((await h.due()).map((d) => d.jobId)).toEqual([answer.queries[0]?.job_id]);
 
     const refused = await fetch(`${base}/v1/record-updates`, {
       method: 'POST',

@@ -1,3 +1,4 @@
+import { samplePatient } from '../../support/sample-patient.ts';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AUTH, JSON_AUTH, startHarness, type Harness } from './support/ingest-harness.ts';
 
@@ -125,7 +126,11 @@ describe('GET /v1/patients/{patient_id}/presets', () => {
       method: 'POST',
       url: '/v1/record-updates',
       headers: JSON_AUTH,
-      payload: { patient_id: 'MRN-5', ccsr_categories: ['END002'] },
+      payload: {
+        patient_id: 'MRN-5',
+        assembled_patient: samplePatient,
+        ccsr_categories: ['END002'],
+      },
     });
     const res = await list('MRN-5');
     expect(res.statusCode).toBe(200);

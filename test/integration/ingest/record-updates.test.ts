@@ -17,9 +17,9 @@ function post(body: unknown, headers: Record<string, string> = JSON_AUTH) {
   });
 }
 
-async function jobCount(): Promise<number> {
-  const counts = await h.queue.getJobCounts();
-  return Object.values(counts).reduce((a, b) => a + b, 0);
+/** Queries ingest opened and left for the workers (the due set). */
+async function dueCount(): Promise<number> {
+  return (await h.due()).length;
 }
 
 async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
@@ -41,7 +41,8 @@ describe('POST /v1/record-updates, accepted', () => {
     });
   });
 
-  it('stores the record and leaves one delayed job per category in the queue (202)', async () => {
+  it('stores the record and leaves one due query per category for the workers (202)', async () => {
+    const before = Date.now();
     await h.app.inject({ method: 'PUT', url: '/v1/patients/MRN-1/presets/END002', headers: AUTH });
     const res = await post({
       patient_id: 'MRN-1',
@@ -66,19 +67,16 @@ describe('POST /v1/record-updates, accepted', () => {
     });
     // The record is the patient's current one.
     expect((await h.records.get(psid as string))?.record?.demographics.age).toBe(57);
-    // Exactly these jobs, all waiting out the debounce window, carrying only the service id.
-    const delayed = await h.queue.getDelayed();
-    expect(delayed.map((j) => j.id).sort()).toEqual(
+    // Exactly these queries, each due once the debounce window has passed, named by the service id.
+    const due = await h.due();
+    expect(due.map((d) => d.jobId).sort()).toEqual(
       answer.queries.map((q: { job_id: string }) => q.job_id).sort(),
     );
-    expect(await jobCount()).toBe(3);
     for (const query of answer.queries as { job_id: string; ccsr_category: string }[]) {
-      const job = await h.queue.getJob(query.job_id);
-      expect(job?.data).toMatchObject({
-        patientServiceId: psid,
-        ccsrCategory: query.ccsr_category,
-      });
-      expect(job?.opts.delay).toBe(h.config.queries.debounce_ms);
+      const entry = due.find((d) => d.jobId === query.job_id);
+      expect(entry).toMatchObject({ patientServiceId: psid, ccsrCategory: query.ccsr_category });
+      expect(entry?.dueAt).toBeGreaterThanOrEqual(before + h.config.queries.debounce_ms);
+      expect(entry?.dueAt).toBeLessThanOrEqual(Date.now() + h.config.queries.debounce_ms);
     }
     expect(
       await counterValue('cw_ingest_events_total', { source: 'mirth', outcome: 'accepted' }),
@@ -97,7 +95,7 @@ describe('POST /v1/record-updates, accepted', () => {
     expect(b).toEqual({ ...a, coalesced: true });
     expect(first.json().event_id).toMatch(UUID);
     expect(second.json().event_id).not.toBe(first.json().event_id);
-    expect(await jobCount()).toBe(1);
+    expect(await dueCount()).toBe(1);
     const psid = first.json().patient_service_id;
     expect(await h.records.version(psid)).toBe(2);
     expect(await counterValue('cw_queries_enqueued_total', { kind: 'coalesced' })).toBe(1);
@@ -128,7 +126,7 @@ describe('POST /v1/record-updates, accepted', () => {
       ccsr_categories: ['CIR007', 'CIR007'],
     });
     expect(res.json().queries).toHaveLength(1);
-    expect(await jobCount()).toBe(1);
+    expect(await dueCount()).toBe(1);
   });
 
   it('uses the stored record when the update carries none', async () => {
@@ -148,13 +146,13 @@ describe('POST /v1/record-updates, accepted', () => {
     };
     expect((await post(body)).statusCode).toBe(202);
     const psid = (await h.crosswalk.find('MRN-6')) as string;
-    const jobsBefore = await jobCount();
+    const jobsBefore = await dueCount();
     const stateBefore = await h.inspect.hgetall(`${h.prefix}:qs:${psid}:CIR007`);
 
     const again = await post({ ...body, ccsr_categories: ['END002'] });
     expect(again.statusCode).toBe(200);
     expect(again.json()).toEqual({ duplicate: true, event_id: 'evt-dup' });
-    expect(await jobCount()).toBe(jobsBefore);
+    expect(await dueCount()).toBe(jobsBefore);
     expect(await h.records.version(psid)).toBe(1);
     expect(await h.inspect.hgetall(`${h.prefix}:qs:${psid}:CIR007`)).toEqual(stateBefore);
     expect(
@@ -170,13 +168,13 @@ describe('POST /v1/record-updates, refused', () => {
     expect((await post({ patient_id: 'MRN-K', assembled_patient: samplePatient })).statusCode).toBe(
       202,
     );
-    await h.queue.obliterate({ force: true });
+    await h.inspect.del(`${h.prefix}:qdue`);
   });
 
   async function expectNothingChanged() {
     const psid = (await h.crosswalk.find('MRN-K')) as string;
     expect(await h.records.version(psid)).toBe(1);
-    expect(await jobCount()).toBe(0);
+    expect(await dueCount()).toBe(0);
   }
 
   it.each([

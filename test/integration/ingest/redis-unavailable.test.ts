@@ -53,20 +53,4 @@ describe('Redis unreachable', () => {
     expect503(await update({ patient_id: 'MRN-2', assembled_patient: samplePatient }));
     expect503(await h.app.inject({ method: 'GET', url: '/readyz' }));
   });
-
-  it('answers 503 when the queue cannot be reached, and does not remember the event id', async () => {
-    h = await startHarness({ rules: [{ ccsr_category: 'CIR007' }] });
-    const body = { patient_id: 'MRN-3', event_id: 'evt-retry', assembled_patient: samplePatient };
-    h.queueConnection.disconnect();
-    expect503(await update(body));
-    expect(await h.inspect.keys(`${h.prefix}:idem:*`)).toEqual([]);
-
-    // The sender's retry, once Redis is back, is carried out, not answered as a duplicate.
-    await h.queueConnection.connect();
-    const retry = await update(body);
-    expect(retry.statusCode).toBe(202);
-    expect(retry.json().queries).toHaveLength(1);
-    expect(await h.queue.getJob(retry.json().queries[0].job_id)).toBeDefined();
-    expect((await update(body)).json()).toEqual({ duplicate: true, event_id: 'evt-retry' });
-  });
 });

@@ -1,6 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ClinicalUpdates } from '../../../src/ingest/clinical-updates.ts';
-import { PresetStore } from '../../../src/presets/preset-store.ts';
 import { CODE_SYSTEMS } from '../../../src/records/clinical-record.ts';
 import { PipelineHarness } from '../../support/pipeline-harness.ts';
 
@@ -24,8 +23,7 @@ describe('a query on a record kept by the clinical feeds', () => {
     const updates = new ClinicalUpdates({
       crosswalk: harness.crosswalk,
       records: harness.records,
-      presets: new PresetStore({ redis: harness.redis, prefix: harness.prefix }),
-      scheduler: harness.scheduler,
+      committer: harness.committer,
       rules: [],
       problemList: { enabled: true, categories: 'outpatient_default' },
     });

@@ -73,23 +73,17 @@ export async function startFhirHarness(
   };
   const url = options.redisUrl ?? testRedisUrl();
   const redis = requestConnection(url, 'fhir-test');
-  const queueConnection = requestConnection(url, 'fhir-test-queue');
   redis.on('error', ignore);
-  queueConnection.on('error', ignore);
   const reachable = options.redisUrl === undefined;
   if (reachable) {
-    await Promise.all(
-      [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
-    );
+    if (redis.status !== 'ready') await once(redis, 'ready');
   }
 
   const prefix = config.redis.prefix;
-  const { crosswalk, records, presets, queue, scheduler } = await ingestStack({
+  const { crosswalk, records, presets, committer } = ingestStack({
     redis,
-    queueConnection,
     prefix,
     debounceMs: config.queries.debounce_ms,
-    reachable: reachable,
   });
   const registry = new Registry();
   const logLines: string[] = [];
@@ -109,7 +103,7 @@ export async function startFhirHarness(
     crosswalk,
     records,
     presets,
-    scheduler,
+    committer,
     logger,
     metrics: { registry },
   });
@@ -140,9 +134,7 @@ export async function startFhirHarness(
     async close() {
       await app.close();
       await fhir.close();
-      queueConnection.disconnect();
       redis.disconnect();
-      await queue.close().catch(ignore);
       await env.cleanup();
     },
   };

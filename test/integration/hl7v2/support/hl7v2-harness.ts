@@ -87,27 +87,20 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
   const url =
     options.redisDown === true ? `redis://127.0.0.1:${await closedPort()}` : testRedisUrl();
   const redis = requestConnection(url, 'hl7v2-test');
-  const queueConnection = requestConnection(url, 'hl7v2-test-queue');
   redis.on('error', ignore);
-  queueConnection.on('error', ignore);
   if (options.redisDown !== true) {
-    await Promise.all(
-      [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
-    );
+    if (redis.status !== 'ready') await once(redis, 'ready');
   }
   const prefix = env.prefix;
-  const { crosswalk, records, presets, queue, scheduler } = await ingestStack({
+  const { crosswalk, records, presets, committer } = ingestStack({
     redis,
-    queueConnection,
     prefix,
     debounceMs: config.queries.debounce_ms,
-    reachable: options.redisDown !== true,
   });
   const updates = new ClinicalUpdates({
     crosswalk,
     records,
-    presets,
-    scheduler,
+    committer,
     rules: config.presets.rules,
     problemList: config.presets.from_problem_list,
   });
@@ -126,7 +119,7 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     crosswalk,
     records,
     presets,
-    scheduler,
+    committer,
     logger: logs.logger,
     metrics: { registry },
   });
@@ -148,9 +141,7 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     async close() {
       await mllp.close();
       await app.close();
-      queueConnection.disconnect();
       redis.disconnect();
-      await queue.close().catch(ignore);
       await env.cleanup();
     },
   };

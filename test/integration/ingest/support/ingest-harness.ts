@@ -1,6 +1,5 @@
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
-import type { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
@@ -13,7 +12,7 @@ import type { PresetStore } from '../../../../src/presets/preset-store.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
-import { ingestStack } from '../../../support/ingest-stack.ts';
+import { dueQueries, ingestStack, type DueEntry } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'ingest-test-token-0123456789';
 export const OTHER_TOKEN = 'ingest-other-token-0123456789';
@@ -39,12 +38,12 @@ export interface Harness {
   inspect: Redis;
   /** The app's request connection. */
   redis: Redis;
-  queue: Queue;
-  queueConnection: Redis;
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
   registry: Registry;
+  /** The due set: the queries ingest opened, soonest first. */
+  due(): Promise<DueEntry[]>;
   /** Keys under the prefix that did not exist when the app was built (BullMQ writes some). */
   newKeys(): Promise<string[]>;
   /** Every log line the app wrote. */
@@ -72,7 +71,7 @@ function lineCollector(lines: string[]): Writable {
 
 /**
  * The ingest app wired as the runtime wires it, on real Redis under the test's own prefix: real
- * crosswalk, record store, presets, query state and BullMQ queue.
+ * crosswalk, record store, presets and the committer that writes record and queries in one script.
  */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const env = await isolatedRedis();
@@ -90,28 +89,23 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   };
   const url = options.redisUrl ?? testRedisUrl();
   const redis = requestConnection(url, 'ingest-test');
-  const queueConnection = requestConnection(url, 'ingest-test-queue');
   // A down Redis is part of some tests: its connection errors are expected, not to be printed.
   redis.on('error', ignore);
-  queueConnection.on('error', ignore);
 
   if (options.redisUrl === undefined) {
     // Request connections queue nothing while connecting: a request sent before they are ready is
     // answered 503, as it should be, so the tests wait as the runtime does before serving.
-    await Promise.all(
-      [redis, queueConnection].map((c) => c.status === 'ready' || once(c, 'ready')),
-    );
+    if (redis.status !== 'ready') await once(redis, 'ready');
   }
 
   const prefix = config.redis.prefix;
-  const { crosswalk, records, presets, queue, scheduler } = await ingestStack({
+  const registry = new Registry();
+  const { crosswalk, records, presets, committer } = ingestStack({
     redis,
-    queueConnection,
     prefix,
     debounceMs: config.queries.debounce_ms,
-    reachable: options.redisUrl === undefined,
+    registry,
   });
-  const registry = new Registry();
   const logLines: string[] = [];
   const logger = createLogger({
     name: 'ingest',
@@ -125,7 +119,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     crosswalk,
     records,
     presets,
-    scheduler,
+    committer,
     logger,
     ...(options.defaultRegistry === true ? {} : { metrics: { registry } }),
   });
@@ -138,23 +132,18 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     prefix,
     inspect: env.redis,
     redis,
-    queue,
-    queueConnection,
     crosswalk,
     records,
     presets,
     registry,
     logLines,
+    due: () => dueQueries(env.redis, prefix),
     async newKeys() {
       return (await env.redis.keys(`${prefix}*`)).filter((key) => !baseline.has(key));
     },
     async close() {
       await app.close();
-      // The queue shares nothing with other tests: its keys live under the isolated prefix, which
-      // cleanup() removes. Disconnecting first lets close() return even when Redis never answered.
-      queueConnection.disconnect();
       redis.disconnect();
-      await queue.close().catch(ignore);
       await env.cleanup();
     },
   };

@@ -1,0 +1,283 @@
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config-schema.ts';
+import type { CrosswalkPlan } from '../identity/crosswalk.ts';
+import type { PresetStore } from '../presets/preset-store.ts';
+import { queryJobId, queryJobIdPrefix } from '../queries/query-job.ts';
+import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from '../queries/query-outbox.ts';
+import { MAX_TRIGGER_IDS } from '../queries/query-state.ts';
+import type { ScheduledQuery } from '../queries/query-scheduler.ts';
+import type { RecordStore } from '../records/record-store.ts';
+import { IdempotencyStore } from './idempotency-store.ts';
+import { IngestMetrics } from './ingest-metrics.ts';
+
+/**
+ * Everything one message changes, in one script, so that Redis holds all of it or none of it: the
+ * crosswalk entry of a new patient, the record (a JSON record replaced, or a clinical record written
+ * only if its version is still the one it was computed from), a merge's prior patient, the
+ * problem-list presets, one open query per preset category (and its place in the due set), and the
+ * sender's event id. An acknowledged update therefore always has its queries written down.
+ *
+ * Answers: `{'duplicate', answer}`, `{'conflict'}` (the caller re-reads and retries),
+ * `{'missing'}` (no record to run on), or `{'ok', version, opted_out, {category, seq, coalesced…}}`.
+ */
+const COMMIT = `${SCHEDULE_QUERY_LUA}
+local mode = ARGV[1]
+local idem_ttl = tonumber(ARGV[14])
+if idem_ttl > 0 then
+  local stored = redis.call('GET', KEYS[3])
+  if stored then return {'duplicate', stored} end
+end
+if mode == 'keep' then
+  if redis.call('HEXISTS', KEYS[1], 'record') == 0 and redis.call('HEXISTS', KEYS[1], 'clinical') == 0 then
+    return {'missing'}
+  end
+end
+if ARGV[15] == '1' then
+  local existing = redis.call('HGET', KEYS[6], 'psid')
+  if existing and existing ~= ARGV[7] then return {'conflict'} end
+  if not existing then
+    redis.call('HSET', KEYS[6], 'psid', ARGV[7], 'local', ARGV[16])
+    redis.call('SET', KEYS[7], ARGV[16])
+  end
+end
+if mode == 'clinical' then
+  if tonumber(redis.call('HGET', KEYS[1], 'version') or '0') ~= tonumber(ARGV[2]) then return {'conflict'} end
+end
+if ARGV[17] == '1' then
+  if tonumber(redis.call('HGET', KEYS[9], 'version') or '0') ~= tonumber(ARGV[18]) then return {'conflict'} end
+end
+local version
+if mode == 'keep' then
+  version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+else
+  version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+  local field = 'clinical'
+  if mode == 'put' then field = 'record' end
+  redis.call('HSET', KEYS[1], field, ARGV[3], 'updated_at', ARGV[4])
+end
+local retention = tonumber(ARGV[13])
+if retention > 0 then redis.call('EXPIRE', KEYS[1], retention) end
+if ARGV[17] == '1' then
+  local prior = redis.call('HGETALL', KEYS[8])
+  for i = 1, #prior, 2 do redis.call('HSETNX', KEYS[2], prior[i], prior[i + 1]) end
+  redis.call('DEL', KEYS[8])
+  redis.call('HDEL', KEYS[9], 'record', 'clinical')
+end
+if ARGV[10] == '1' then
+  local wanted = {}
+  local value = cjson.encode({source = 'problem_list', created_at = ARGV[4]})
+  for _, category in ipairs(cjson.decode(ARGV[11])) do
+    wanted[category] = true
+    redis.call('HSETNX', KEYS[2], category, value)
+  end
+  local all = redis.call('HGETALL', KEYS[2])
+  for i = 1, #all, 2 do
+    if not wanted[all[i]] then
+      local ok, preset = pcall(cjson.decode, all[i + 1])
+      if ok and type(preset) == 'table' and preset.source == 'problem_list' then
+        redis.call('HDEL', KEYS[2], all[i])
+      end
+    end
+  end
+end
+local categories = {}
+local seen = {}
+for _, category in ipairs(redis.call('HKEYS', KEYS[2])) do
+  seen[category] = true
+  table.insert(categories, category)
+end
+table.sort(categories)
+for _, category in ipairs(cjson.decode(ARGV[12])) do
+  if not seen[category] then
+    seen[category] = true
+    table.insert(categories, category)
+  end
+end
+local opted_out = redis.call('EXISTS', KEYS[5])
+local scheduled = {}
+local answers = {}
+if opted_out == 0 then
+  for _, category in ipairs(categories) do
+    local qs_key = ARGV[8] .. category
+    local seq, coalesced = schedule_query(qs_key, KEYS[4], ARGV[7], category, ARGV[6], ARGV[4], ARGV[5], tonumber(ARGV[9]))
+    if retention > 0 then redis.call('EXPIRE', qs_key, retention) end
+    table.insert(scheduled, category)
+    table.insert(scheduled, seq)
+    table.insert(scheduled, coalesced)
+    local flag = 'false'
+    if coalesced == 1 then flag = 'true' end
+    table.insert(answers, '{"ccsr_category":' .. cjson.encode(category) .. ',"job_id":' ..
+      cjson.encode(ARGV[19] .. category .. '-' .. seq) .. ',"coalesced":' .. flag .. '}')
+  end
+end
+if idem_ttl > 0 then
+  local answer = '{"event_id":' .. cjson.encode(ARGV[6]) .. ',"patient_service_id":' ..
+    cjson.encode(ARGV[7]) .. ',"queries":[' .. table.concat(answers, ',') .. ']}'
+  redis.call('SET', KEYS[3], answer, 'EX', idem_ttl)
+end
+return {'ok', version, opted_out, scheduled}
+`;
+
+/** How the message changes the record. */
+export type RecordWrite =
+  /** A JSON AssembledPatient replaces the record. */
+  | { kind: 'put'; sealed: string }
+  /** The clinical record computed from version `expectedVersion`; refused if it moved since. */
+  | { kind: 'clinical'; sealed: string; expectedVersion: number }
+  /** No record in the message: the stored one must exist, and is what the queries run on. */
+  | { kind: 'keep' };
+
+export interface CommitInput {
+  patientServiceId: string;
+  /** Set when the patient has no crosswalk entry yet: it is created in the same script. */
+  newPatient?: CrosswalkPlan;
+  record: RecordWrite;
+  /** Names the update in its queries' `triggered_by` (and as the sender's idempotency key). */
+  eventId: string;
+  now: Date;
+  /** The problem-list categories of the new record; `undefined` leaves the presets as they are. */
+  problemList?: readonly string[];
+  /** Categories run for this update besides the patient's presets (rules, explicit). */
+  extraCategories: readonly string[];
+  /** Remember the sender's event id with the answer (JSON record updates). */
+  remember?: boolean;
+  /** An HL7 merge: the prior patient's presets move here and its record goes. */
+  merge?: { priorPatientServiceId: string; priorExpectedVersion: number };
+}
+
+export type CommitResult =
+  | {
+      status: 'ok';
+      version: number;
+      /** The patient opted out: the record is stored, no query is opened. */
+      optedOut: boolean;
+      queries: ScheduledQuery[];
+    }
+  | { status: 'duplicate'; answer: unknown }
+  | { status: 'conflict' }
+  | { status: 'missing' };
+
+export interface UpdateCommitterOptions {
+  redis: Redis;
+  prefix: string;
+  records: RecordStore;
+  presets: PresetStore;
+  idempotency: IdempotencyStore;
+  /** `queries.debounce_ms`: a new query is due this long after its first update. */
+  debounceMs: number;
+  /**
+   * `privacy.record_retention_days` in seconds: a record (and its query state) not updated for
+   * this long expires. 0 keeps records until purged.
+   * @defaultValue 0
+   */
+  retentionSeconds?: number;
+  /** Counts each query opened or joined (`cw_queries_enqueued_total`). */
+  onQuery?: (coalesced: boolean) => void;
+}
+
+/** The key under which a patient's opt-out is stored (set by the privacy commands). */
+export function optOutKey(prefix: string, patientServiceId: string): string {
+  return `${prefix}:optout:${patientServiceId}`;
+}
+
+/** Applies one message's changes in one Redis script: see {@link COMMIT}. */
+export class UpdateCommitter {
+  readonly #o: UpdateCommitterOptions;
+
+  constructor(options: UpdateCommitterOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * The committer of the ingest process: `queries.debounce_ms`, `ingest.idempotency_ttl_s`,
+   * `privacy.record_retention_days`, and `cw_queries_enqueued_total` on `registry`.
+   */
+  static fromConfig(deps: {
+    config: Pick<Config, 'queries' | 'ingest' | 'privacy' | 'redis'>;
+    redis: Redis;
+    records: RecordStore;
+    presets: PresetStore;
+    registry: Registry;
+  }): UpdateCommitter {
+    const { config, redis } = deps;
+    const metrics = new IngestMetrics(deps.registry);
+    return new UpdateCommitter({
+      redis,
+      prefix: config.redis.prefix,
+      records: deps.records,
+      presets: deps.presets,
+      idempotency: new IdempotencyStore({
+        redis,
+        prefix: config.redis.prefix,
+        ttlSeconds: config.ingest.idempotency_ttl_s,
+      }),
+      debounceMs: config.queries.debounce_ms,
+      retentionSeconds: config.privacy.record_retention_days * 86_400,
+      onQuery: (coalesced) => metrics.countQuery(coalesced),
+    });
+  }
+
+  async commit(input: CommitInput): Promise<CommitResult> {
+    const { redis, prefix, records, presets, idempotency } = this.#o;
+    const psid = input.patientServiceId;
+    const recordKey = records.keyOf(psid);
+    const presetsKey = presets.keyOf(psid);
+    const remember = input.remember === true;
+    const keys = [
+      recordKey,
+      presetsKey,
+      remember ? idempotency.keyOf(psid, input.eventId) : recordKey,
+      queryOutboxKey(prefix),
+      optOutKey(prefix, psid),
+      input.newPatient?.forwardKey ?? recordKey,
+      input.newPatient?.reverseKey ?? recordKey,
+      input.merge ? presets.keyOf(input.merge.priorPatientServiceId) : presetsKey,
+      input.merge ? records.keyOf(input.merge.priorPatientServiceId) : recordKey,
+    ];
+    const write = input.record;
+    const args = [
+      write.kind,
+      write.kind === 'clinical' ? write.expectedVersion : 0,
+      write.kind === 'keep' ? '' : write.sealed,
+      input.now.toISOString(),
+      input.now.getTime() + this.#o.debounceMs,
+      input.eventId,
+      psid,
+      queryStateKey(prefix, psid, ''),
+      MAX_TRIGGER_IDS,
+      input.problemList === undefined ? '0' : '1',
+      JSON.stringify(input.problemList ?? []),
+      JSON.stringify(input.extraCategories),
+      this.#o.retentionSeconds ?? 0,
+      remember ? idempotency.ttlSeconds : 0,
+      input.newPatient ? '1' : '0',
+      input.newPatient?.sealedLocalId ?? '',
+      input.merge ? '1' : '0',
+      input.merge?.priorExpectedVersion ?? 0,
+      queryJobIdPrefix(psid),
+    ];
+    const reply = (await redis.eval(COMMIT, keys.length, ...keys, ...args)) as unknown[];
+    switch (reply[0]) {
+      case 'duplicate':
+        return { status: 'duplicate', answer: JSON.parse(String(reply[1])) as unknown };
+      case 'conflict':
+        return { status: 'conflict' };
+      case 'missing':
+        return { status: 'missing' };
+    }
+    const flat = reply[3] as (string | number)[];
+    const queries: ScheduledQuery[] = [];
+    for (let i = 0; i < flat.length; i += 3) {
+      const category = String(flat[i]);
+      const coalesced = Number(flat[i + 2]) === 1;
+      queries.push({
+        ccsr_category: category,
+        job_id: queryJobId(psid, category, Number(flat[i + 1])),
+        coalesced,
+      });
+      this.#o.onQuery?.(coalesced);
+    }
+    return { status: 'ok', version: Number(reply[1]), optedOut: Number(reply[2]) === 1, queries };
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The due set of new queries: one Redis sorted set per prefix whose members name a query
+ * (`<patient_service_id>|<ccsr_category>|<seq>`) and whose scores are the times (epoch ms) they
+ * become due (the first update's time plus the debounce window).
+ *
+ * Ingest adds to it in the same script that stores the record and opens the query (see
+ * `UpdateCommitter`), so that an acknowledged update always has its query written down; the
+ * workers' {@link QueryDispatcher} leases what is due and turns it into queue jobs. This is the
+ * shape of Sidekiq's scheduled set: one sorted set, one script that leases what is due.
+ */
+
+/** The key of the due set under `prefix`. */
+export function queryOutboxKey(prefix: string): string {
+  return `${prefix}:qdue`;
+}
+
+/** The key of the coalescing state of one (patient, category), see QueryState. */
+export function queryStateKey(prefix: string, patientServiceId: string, category: string): string {
+  return `${prefix}:qs:${patientServiceId}:${category}`;
+}
+
+export interface DueQuery {
+  patientServiceId: string;
+  ccsrCategory: string;
+  seq: number;
+}
+
+export function outboxMember(query: DueQuery): string {
+  return `${query.patientServiceId}|${query.ccsrCategory}|${query.seq}`;
+}
+
+export function parseOutboxMember(member: string): DueQuery | undefined {
+  const [patientServiceId, ccsrCategory, seq, ...rest] = member.split('|');
+  const n = Number(seq);
+  if (!patientServiceId || !ccsrCategory || rest.length > 0 || !Number.isSafeInteger(n) || n < 1) {
+    return undefined;
+  }
+  return { patientServiceId, ccsrCategory, seq: n };
+}
+
+/**
+ * A Lua function shared by the scripts that open queries: attaches one trigger to the open query
+ * of a (patient, category), opening a new one (next `seq`) when none is open, and puts a newly
+ * opened query in the due set. Returns `seq, coalesced` (1 when the update joined an open query).
+ *
+ * `schedule_query(qs_key, outbox_key, psid, category, event_id, at_iso, due_ms, max_ids)`
+ */
+export const SCHEDULE_QUERY_LUA = `
+local function schedule_query(qs_key, outbox_key, psid, category, event_id, at, due, max_ids)
+  local pending = redis.call('HGET', qs_key, 'pending')
+  local coalesced = 1
+  if not pending then
+    pending = tostring(redis.call('HINCRBY', qs_key, 'seq', 1))
+    redis.call('HSET', qs_key, 'pending', pending, 'p_first_at', at, 'p_count', 0, 'p_events', '[]')
+    redis.call('ZADD', outbox_key, 'NX', due, psid .. '|' .. category .. '|' .. pending)
+    coalesced = 0
+  end
+  local events = cjson.decode(redis.call('HGET', qs_key, 'p_events'))
+  table.insert(events, event_id)
+  if #events > max_ids then table.remove(events, 1) end
+  redis.call('HSET', qs_key, 'p_events', cjson.encode(events), 'p_last_at', at)
+  redis.call('HINCRBY', qs_key, 'p_count', 1)
+  return pending, coalesced
+end
+`;

@@ -1,0 +1,130 @@
+import { Worker } from 'bullmq';
+import { afterEach, describe, expect, it } from 'vitest';
+import { QueryDispatcher } from '../../../src/queries/query-dispatcher.ts';
+import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
+import { workerConnection } from '../../../src/queues/redis-connections.ts';
+import { eventually } from '../../support/eventually.ts';
+import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
+import { testRedisUrl } from '../../support/redis.ts';
+
+/** Every query ends with an event, whatever the service answers and whatever befalls its job. */
+describe('every query ends with an event', () => {
+  let harness: PipelineHarness;
+  afterEach(() => harness.close());
+
+  it.each([
+    { status: 400, code: 'ERR_SERVICE_REQUEST' },
+    { status: 404, code: 'ERR_SERVICE_NOT_FOUND' },
+    { status: 413, code: 'ERR_SERVICE_REQUEST' },
+    { status: 415, code: 'ERR_SERVICE_REQUEST' },
+  ] as const)(
+    'a submission answered $status ends failed with $code, sent once',
+    async ({ status, code }) => {
+      harness = await PipelineHarness.start({
+        faults: { routes: { 'POST /v1/concordance': { error_rate: 1, error_status: status } } },
+      });
+      await harness.startWorker();
+      await harness.update(`MRN-${status}`, ['END002'], sampleRecord('refused'), 'ev-1');
+      await harness.untilOutcomes(1);
+
+      const [event] = await harness.delivered();
+      expect(event).toMatchObject({
+        type: 'concordance.failed',
+        status: 'failed',
+        error: { code },
+        remote_job_id: null,
+      });
+      expect((await harness.submissions()).map((s) => s.status)).toEqual([status]);
+      expect(await harness.metrics.queriesFinished.get()).toMatchObject({
+        values: [{ labels: { outcome: 'failed' }, value: 1 }],
+      });
+    },
+  );
+
+  it('a 2xx without a readable job id ends failed at once: never sent again (a job may exist)', async () => {
+    harness = await PipelineHarness.start({
+      faults: {
+        routes: { 'POST /v1/concordance': { malformed_rate: 1, malformed_body: 'wrong_shape' } },
+      },
+    });
+    await harness.startWorker();
+    await harness.update('MRN-SHAPE', ['END002'], sampleRecord('shape'), 'ev-1');
+    await harness.untilOutcomes(1);
+
+    const [event] = await harness.delivered();
+    expect(event).toMatchObject({ status: 'failed', error: { code: 'ERR_SERVICE_BAD_RESPONSE' } });
+    expect(await harness.submissions()).toHaveLength(1);
+  });
+
+  it('a submission that got no answer in time is retried and counted as a possible duplicate', async () => {
+    const config = testConfig();
+    harness = await PipelineHarness.start({
+      config: { ...config, service: { ...config.service, timeout_ms: 300 } },
+      faults: {
+        routes: { 'POST /v1/concordance': { added_latency_ms: 2_000, times: 1 } },
+      },
+    });
+    await harness.startWorker();
+    await harness.update('MRN-SLOW', ['END002'], sampleRecord('slow'), 'ev-1');
+    await harness.untilOutcomes(1);
+
+    const [event] = await harness.delivered();
+    expect(event).toMatchObject({ status: 'completed' });
+    expect(await harness.metrics.possibleDuplicates.get()).toMatchObject({
+      values: [{ labels: { reason: 'timeout' }, value: 1 }],
+    });
+  });
+
+  it('a query whose job stalls more often than allowed ends failed with ERR_QUERY_STALLED', async () => {
+    const config = testConfig({
+      queries: { max_stalled_count: 0, lock_duration_ms: 1_000, failed_sweep_ms: 200 },
+    });
+    harness = await PipelineHarness.start({ config });
+    // A worker that takes the query and dies holding it: its lock is never renewed.
+    const connection = workerConnection(testRedisUrl(), 'test-dying-worker');
+    const dying = new Worker(CONCORDANCE_QUERIES, null, {
+      connection,
+      prefix: harness.prefix,
+      lockDuration: 1_000,
+      skipLockRenewal: true,
+      skipStalledCheck: true,
+      autorun: false,
+    });
+    try {
+      await harness.update('MRN-STALL', ['END002'], sampleRecord('stall'), 'ev-1');
+      // The due query becomes a job (as a worker's dispatcher would make it), which the dying
+      // worker takes before any live worker runs.
+      const dispatcher = new QueryDispatcher({
+        redis: harness.redis,
+        prefix: harness.prefix,
+        queue: harness.queue,
+        logger: harness.logs.logger,
+      });
+      await eventually(
+        () => dispatcher.dispatchDue(),
+        (queued) => queued === 1,
+        { timeoutMs: 10_000 },
+      );
+      const taken = await dying.getNextJob('dying-token');
+      expect(taken?.data).toMatchObject({ ccsrCategory: 'END002' });
+      await harness.startWorker();
+
+      const [event] = await eventually(
+        () => harness.delivered(),
+        (events) => events.length === 1,
+        { timeoutMs: 20_000 },
+      );
+      expect(event).toMatchObject({
+        status: 'failed',
+        error: { code: 'ERR_QUERY_STALLED' },
+        ccsr_category: 'END002',
+      });
+      // The failed job was given its event and removed: nothing is left to end silently.
+      expect(await harness.queue.getFailedCount()).toBe(0);
+      expect(await harness.submissions()).toHaveLength(0);
+    } finally {
+      await dying.close();
+      connection.disconnect();
+    }
+  });
+});
