@@ -30,6 +30,7 @@ const MARKERS = {
   hl7ObxText: 'Fxthlobxtext',
   hl7NteAdt: 'Fxthlnteadt',
   hl7NteOru: 'Fxthlnteoru',
+  hl7CweValueText: 'Fxthlcwevalue',
   fhirCodeText: 'Fxtfhircodetext',
   fhirDisplay: 'Fxtfhirdisplay',
   fhirNote: 'Fxtfhirnote',
@@ -142,6 +143,7 @@ describe('no free text reaches the service (concordance-worker start + simulator
       pid,
       'OBR|1|||4548-4^HbA1c^LN|||20260101120000',
       `OBX|1|NM|4548-4^${M.hl7ObxText}^LN||8.4|%|4.0-5.6|H|||F`,
+      `OBX|2|CWE|5195-3^HBsAg^LN||260385009^${M.hl7CweValueText}^SCT||||||F`,
       `NTE|1||${M.hl7NteOru} sample slightly haemolysed`,
     ].join('\r');
     for (const [message, id] of [
