@@ -1,4 +1,5 @@
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
+import { DEMOGRAPHIC_TERMS } from './demographic-terms.ts';
 import { FREE_TEXT_KINDS, stripFreeText, type FreeTextKind } from './strip-free-text.ts';
 
 /**
@@ -39,32 +40,6 @@ export interface PrepareOptions {
    */
   onRemoved?: (kind: FreeTextKind, count: number) => void;
 }
-
-/**
- * Values of `demographics.gender` / `demographics.race` from a fixed vocabulary: they cannot carry
- * an identifier, and are not matched, so that Ms White whose race is "White" is not refused.
- */
-const DEMOGRAPHIC_TERMS: ReadonlySet<string> = new Set([
-  'male',
-  'female',
-  'other',
-  'unknown',
-  'white',
-  'black',
-  'black or african american',
-  'asian',
-  'american indian or alaska native',
-  'native hawaiian or other pacific islander',
-  'hispanic or latino',
-  'asked but unknown',
-  'declined',
-  '1002-5',
-  '2028-9',
-  '2054-5',
-  '2076-8',
-  '2106-3',
-  '2131-1',
-]);
 
 /** Every string (keys included) and number of the payload, lower-cased. */
 interface PayloadText {

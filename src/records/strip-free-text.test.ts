@@ -193,6 +193,25 @@ describe('stripFreeText: notes, narrative, metadata, unknown fields', () => {
     });
   });
 
+  it('keeps a race of the standard vocabulary however many words it has', () => {
+    const { record: kept, removed: counted } = stripFreeText(
+      record([], {
+        demographics: {
+          age: 40,
+          gender: 'other',
+          race: 'Native Hawaiian or Other Pacific Islander',
+        },
+      }),
+      policy,
+    );
+    expect(kept.demographics).toEqual({
+      age: 40,
+      gender: 'other',
+      race: 'Native Hawaiian or Other Pacific Islander',
+    });
+    expect(counted.field).toBe(0);
+  });
+
   it('does not change the record it was given', () => {
     expect(noisy.nodes[0]?.metadata?.comment).toBe(`${MARK} comment`);
     expect(noisy.nodes[0]?.coding[0]).toHaveProperty('userSelected', true);

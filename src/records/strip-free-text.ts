@@ -6,6 +6,7 @@ import type {
   Demographics,
 } from '../interface/assembled-patient.ts';
 import { canonicalDisplay } from './canonical-display.ts';
+import { DEMOGRAPHIC_TERMS } from './demographic-terms.ts';
 import { shortValue } from './short-value.ts';
 
 /**
@@ -164,12 +165,20 @@ class Stripper {
     return out;
   }
 
+  /** A term of the fixed demographic vocabulary (any length), else a short coded value. */
+  #demographic(value: string | undefined): string | undefined {
+    if (value !== undefined && DEMOGRAPHIC_TERMS.has(value.trim().toLowerCase())) {
+      return value.trim();
+    }
+    return this.#short(value, 'field');
+  }
+
   #demographics(demographics: Demographics): Demographics {
     this.#countUnknown(demographics, ['age', 'gender', 'race'], 'field');
     const out: Demographics = { age: demographics.age };
-    const gender = this.#short(demographics.gender, 'field');
+    const gender = this.#demographic(demographics.gender);
     if (gender !== undefined) out.gender = gender;
-    const race = this.#short(demographics.race, 'field');
+    const race = this.#demographic(demographics.race);
     if (race !== undefined) out.race = race;
     return out;
   }
