@@ -231,6 +231,8 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         localId,
         knownIdentifiers: stored.clinical ? knownIdentifiers(localId, stored.clinical.patient) : [],
         identifyingFields: config.privacy.identifying_fields,
+        metadataAllowedKeys: config.privacy.metadata_allowed_keys,
+        onRemoved: (kind, count) => metrics?.freeTextRemoved.inc({ kind }, count),
         opaqueFhirId: (fhirId) => crosswalk.opaqueFhirId(psid, fhirId),
       });
       const begun = await state.beginSubmission(psid, data.ccsrCategory, data.seq, data.resubmits);

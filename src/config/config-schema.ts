@@ -136,11 +136,26 @@ export const ConfigSchema = z.strictObject({
       categories: z.enum(['all', 'outpatient_default']),
     }),
   }),
-  privacy: z.strictObject({
-    identifying_fields: z.array(z.string().min(1)),
-    /** A record not updated for this many days expires (0: kept until purged). */
-    record_retention_days: z.int().min(0),
-  }),
+  privacy: z
+    .strictObject({
+      identifying_fields: z.array(z.string().min(1)),
+      /** `metadata` keys sent to the service; all others are removed (see strip-free-text.ts). */
+      metadata_allowed_keys: z.array(z.string().min(1)),
+      /** A record not updated for this many days expires (0: kept until purged). */
+      record_retention_days: z.int().min(0),
+    })
+    .superRefine(({ identifying_fields, metadata_allowed_keys }, ctx) => {
+      const identifying = new Set(identifying_fields.map((field) => field.toLowerCase()));
+      metadata_allowed_keys.forEach((key, i) => {
+        if (identifying.has(key.toLowerCase())) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['metadata_allowed_keys', i],
+            message: 'also listed in privacy.identifying_fields: an identifying key is never sent',
+          });
+        }
+      });
+    }),
   queries: QueriesSchema,
   worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
   delivery: z.strictObject({

@@ -75,6 +75,26 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('allows the assembler metadata keys by default; refuses an allowed key that is identifying', () => {
+    expect(loadConfig({ env: {} }).privacy.metadata_allowed_keys).toEqual([
+      'intervention_type',
+      'value',
+      'unit',
+      'reference_range',
+      'interpretation',
+      'status',
+      'days_before_assembly',
+      'problem_list',
+    ]);
+    const path = file('privacy:\n  metadata_allowed_keys: [value, MRN]\n');
+    expect(problemsOf(() => loadConfig({ file: path, env: {} }))).toEqual([
+      {
+        path: 'privacy.metadata_allowed_keys.1',
+        message: expect.stringContaining('identifying_fields'),
+      },
+    ]);
+  });
+
   it('names an unreadable file', () => {
     const problems = problemsOf(() => loadConfig({ file: '/nonexistent/cw.yaml', env: {} }));
     expect(problems[0]?.message).toMatch(/cannot read \/nonexistent\/cw\.yaml/);

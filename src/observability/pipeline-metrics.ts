@@ -89,6 +89,8 @@ export class PipelineMetrics {
   readonly deliveries: Counter<'channel' | 'outcome'>;
   readonly deadLetters: Counter<'channel'>;
   readonly queueJobs: Gauge<'queue' | 'state'>;
+  /** Free text kept from the service, by kind (see `FreeTextKind` in strip-free-text.ts). */
+  readonly freeTextRemoved: Counter<'kind'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -211,6 +213,17 @@ export class PipelineMetrics {
           name: 'cw_dead_letters_total',
           help: 'Result events given up on and kept as dead letters, by channel.',
           labelNames: ['channel'],
+          registers,
+        }),
+    );
+    this.freeTextRemoved = reuse(
+      registry,
+      'cw_free_text_removed_total',
+      () =>
+        new Counter({
+          name: 'cw_free_text_removed_total',
+          help: 'Pieces of free text removed from records before sending, by kind (display, note, narrative, metadata, field); counted per payload prepared.',
+          labelNames: ['kind'],
           registers,
         }),
     );

@@ -5,6 +5,7 @@ import type {
   NodeType,
 } from '../interface/assembled-patient.ts';
 import type { ClinicalItem, ClinicalRecord, ItemKind } from './clinical-record.ts';
+import { DATE_LIKE, MAX_STRING_VALUE } from './short-value.ts';
 
 /**
  * The record cannot be assembled: the service requires an age and the record has no usable birth
@@ -44,12 +45,6 @@ const ACTIVE_STATUSES: ReadonlySet<string> = new Set(['active', 'recurrence', 'r
 
 /** Interpretations that mean "not abnormal" (HL7 v2 table 0078 / FHIR v3 ObservationInterpretation). */
 const NOT_ABNORMAL: ReadonlySet<string> = new Set(['', 'N', 'NORMAL', 'NEG', 'NEGATIVE']);
-
-/** Longer string values are taken for free text and left out (feeds should never send them). */
-const MAX_STRING_VALUE = 64;
-
-/** Something that reads as a calendar date: 2024-01-05, 20240105, 1/5/2024, 05.01.2024. */
-const DATE_LIKE = /\d{4}-\d{1,2}-\d{1,2}|(?:19|20)\d{6}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}/;
 
 interface CalendarDay {
   year: number;
@@ -189,6 +184,9 @@ function metadataOf(item: ClinicalItem, now: Date): Record<string, unknown> | un
  *   a calendar date), `problem_list`, and `intervention_type` for medications, procedures and care
  *   plans. String values longer than 64 characters or that read as a date are left out.
  * - No relationships: the service links concepts itself; the worker does not invent clinical edges.
+ * - Codings as the feed gave them, displays included (HL7 DG1-3.2, FHIR `coding.display`): they
+ *   stay in the stored record only; `prepareForService` replaces each display by the canonical
+ *   name or drops it, and counts it, before anything is sent (see strip-free-text.ts).
  * - Demographics: age in whole years (over 89 sent as 90), lower-case administrative gender
  *   (`unknown` when not given), first race given (`unknown` when none).
  *

@@ -12,7 +12,12 @@ const base: AssembledPatient = {
       notable: true,
       fhir_id: 'Condition/secret-fhir-1',
       coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9', display: 'T2DM' }],
-      metadata: { onset_days_ago: 400, name: 'PLANTED Jane Doe', nested: { SSN: '123-45-6789' } },
+      metadata: {
+        days_before_assembly: 400,
+        name: 'PLANTED Jane Doe',
+        nested: { SSN: '123-45-6789' },
+        note: 'PLANTED note: called her daughter',
+      },
     },
   ],
   relationships: [],
@@ -22,28 +27,74 @@ const base: AssembledPatient = {
 const options = {
   localId: 'MRN-PLANTED-9',
   identifyingFields: ['name', 'ssn'],
+  metadataAllowedKeys: ['value', 'unit', 'status', 'days_before_assembly', 'problem_list', 'name'],
   opaqueFhirId: (fhirId: string) => Promise.resolve(`ref-${fhirId.length}`),
 };
 
 describe('prepareForService', () => {
-  it('drops identifying keys at any depth (case-insensitively) and makes FHIR ids opaque', async () => {
-    const prepared = await prepareForService(base, options);
+  it('drops identifying keys (even allowed ones), free text and nesting; makes FHIR ids opaque', async () => {
+    const removed: [string, number][] = [];
+    const prepared = await prepareForService(base, {
+      ...options,
+      onRemoved: (kind, n) => removed.push([kind, n]),
+    });
     const text = JSON.stringify(prepared);
-    expect(text).not.toContain('PLANTED Jane Doe');
-    expect(text).not.toContain('123-45-6789');
-    expect(text).not.toContain('secret-fhir-1');
+    for (const planted of ['PLANTED', '123-45-6789', 'secret-fhir-1', 'T2DM']) {
+      expect(text).not.toContain(planted);
+    }
     expect(prepared.nodes[0]?.fhir_id).toBe('ref-23');
-    expect(prepared.nodes[0]?.metadata).toEqual({ onset_days_ago: 400, nested: {} });
-    expect(prepared.nodes[0]?.coding[0]?.code).toBe('E11.9');
+    expect(prepared.nodes[0]?.metadata).toEqual({ days_before_assembly: 400 });
+    expect(prepared.nodes[0]?.coding[0]).toEqual({
+      system: 'http://hl7.org/fhir/sid/icd-10-cm',
+      code: 'E11.9',
+      display: 'Type 2 diabetes mellitus without complications',
+    });
+    // display: T2DM; metadata: name, nested; note: note. Each kind once, never with the text.
+    expect(removed).toEqual([
+      ['display', 1],
+      ['note', 1],
+      ['metadata', 2],
+    ]);
     expect(base.nodes[0]?.metadata?.name).toBe('PLANTED Jane Doe');
   });
 
-  it('refuses a payload that still holds the local id anywhere', async () => {
+  it('does not call onRemoved when nothing was removed', async () => {
+    const clean = {
+      ...base,
+      nodes: [{ ...base.nodes[0], coding: [{ system: 'http://loinc.org', code: '4548-4' }] }],
+    } as AssembledPatient;
+    const removed: string[] = [];
+    await prepareForService(clean, { ...options, onRemoved: (kind) => removed.push(kind) });
+    expect(removed).toEqual(['note', 'metadata']);
+    const bare = {
+      ...clean,
+      nodes: [{ ...clean.nodes[0], metadata: { value: 3 } }],
+    } as AssembledPatient;
+    removed.length = 0;
+    await prepareForService(bare, { ...options, onRemoved: (kind) => removed.push(kind) });
+    expect(removed).toEqual([]);
+  });
+
+  it('refuses a payload that still holds the local id in what is sent', async () => {
     const leaky = {
       ...base,
-      nodes: [{ ...base.nodes[0], id: 'n1', metadata: { note: 'seen as mrn-planted-9 today' } }],
+      nodes: [{ ...base.nodes[0], id: 'n1', metadata: { value: 'mrn-planted-9' } }],
     } as AssembledPatient;
     await expect(prepareForService(leaky, options)).rejects.toBeInstanceOf(IdentifierLeakError);
+    const inCode = {
+      ...base,
+      nodes: [{ ...base.nodes[0], coding: [{ system: 'x', code: 'MRN-PLANTED-9' }] }],
+    } as AssembledPatient;
+    await expect(prepareForService(inCode, options)).rejects.toBeInstanceOf(IdentifierLeakError);
+  });
+
+  it('removes a note holding the local id instead of refusing the payload', async () => {
+    const noted = {
+      ...base,
+      nodes: [{ ...base.nodes[0], note: 'seen as mrn-planted-9 today' }],
+    } as AssembledPatient;
+    const prepared = await prepareForService(noted, options);
+    expect(JSON.stringify(prepared).toLowerCase()).not.toContain('mrn-planted-9');
   });
 
   it('matches a short id only as a whole value, not inside numbers or words', async () => {
@@ -112,10 +163,19 @@ describe('prepareForService: knownIdentifiers', () => {
   const prepare = (record: AssembledPatient) =>
     prepareForService(record, { ...options, localId: 'LOCAL-31', knownIdentifiers: known });
 
-  /** `clean` with `value` planted as a metadata string of the first node. */
-  const planted = (value: unknown, key = 'note'): AssembledPatient => ({
+  /**
+   * `clean` with `value` planted where it is sent as given: a string as the code of an extra
+   * coding of the first node (codes are never altered), anything else as its metadata `value`.
+   */
+  const planted = (value: unknown): AssembledPatient => ({
     ...clean,
-    nodes: clean.nodes.map((node, i) => (i === 0 ? { ...node, metadata: { [key]: value } } : node)),
+    nodes: clean.nodes.map((node, i) =>
+      i !== 0
+        ? node
+        : typeof value === 'string'
+          ? { ...node, coding: [...node.coding, { system: 'urn:local', code: value }] }
+          : { ...node, metadata: { value } },
+    ),
   });
 
   it('accepts a clean payload with typical codes and numbers', async () => {
@@ -152,10 +212,44 @@ describe('prepareForService: knownIdentifiers', () => {
     expect((error as Error).message.toLowerCase()).not.toMatch(/janet|white|4548|555|1957/);
   });
 
-  it('refuses an identifier used as a key, and a numeric identifier as a number', async () => {
-    await expect(prepare(planted(1, 'Janet'))).rejects.toThrow(IdentifierLeakError);
+  it('removes an identifier used as a metadata key; refuses a numeric identifier as a number', async () => {
+    const keyed = {
+      ...clean,
+      nodes: clean.nodes.map((node, i) => (i === 0 ? { ...node, metadata: { Janet: 1 } } : node)),
+    };
+    const prepared = await prepare(keyed);
+    expect(JSON.stringify(prepared).toLowerCase()).not.toContain('janet');
     await expect(prepare(planted(4548))).rejects.toThrow(IdentifierLeakError);
     await expect(prepare(planted(5558675309))).rejects.toThrow(IdentifierLeakError);
+  });
+
+  it('does not refuse a canonical name that shares a word with the patient name', async () => {
+    const essential = knownIdentifiers('LOCAL-31', { ...facets, names: ['Essential^Mary'] });
+    const hypertension: AssembledPatient = {
+      ...clean,
+      nodes: [
+        {
+          id: 'n1',
+          node_type: 'condition',
+          notable: true,
+          coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10' }],
+        },
+      ],
+    };
+    const prepared = await prepareForService(hypertension, {
+      ...options,
+      localId: 'LOCAL-31',
+      knownIdentifiers: essential,
+    });
+    expect(prepared.nodes[0]?.coding[0]?.display).toBe('Essential (primary) hypertension');
+    // The same word sent by the sender, where it is not a canonical name, is still refused.
+    const sent = {
+      ...hypertension,
+      nodes: [{ ...hypertension.nodes[0], metadata: { value: 'essential' } }],
+    } as AssembledPatient;
+    await expect(
+      prepareForService(sent, { ...options, localId: 'LOCAL-31', knownIdentifiers: essential }),
+    ).rejects.toThrow(IdentifierLeakError);
   });
 
   it('refuses a name in the race field when race is not a known category', async () => {
@@ -174,6 +268,7 @@ describe('prepareForService: knownIdentifiers', () => {
 
   it('matches ids of fewer than 4 characters only as whole values', async () => {
     const short = { ...options, localId: 'LOCAL-31', knownIdentifiers: ['Li', '7'] };
+
     await expect(prepareForService(planted('Lithium, Li-ion'), short)).resolves.toBeDefined();
     await expect(prepareForService(planted(' li '), short)).rejects.toThrow(IdentifierLeakError);
     await expect(prepareForService(planted(7), short)).rejects.toThrow(IdentifierLeakError);

@@ -1,4 +1,6 @@
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
+import { DEMOGRAPHIC_TERMS } from './demographic-terms.ts';
+import { FREE_TEXT_KINDS, stripFreeText, type FreeTextKind } from './strip-free-text.ts';
 
 /**
  * The payload still holds the patient's local identifier or another of the patient's known
@@ -23,6 +25,8 @@ export interface PrepareOptions {
   localId: string;
   /** Keys removed wherever they appear (config `privacy.identifying_fields`). */
   identifyingFields: readonly string[];
+  /** `metadata` keys that may be sent (config `privacy.metadata_allowed_keys`); others are removed. */
+  metadataAllowedKeys: readonly string[];
   /** Replaces a `fhir_id` by an opaque id that maps back (see Crosswalk.opaqueFhirId). */
   opaqueFhirId(fhirId: string): Promise<string>;
   /**
@@ -30,43 +34,12 @@ export interface PrepareOptions {
    * forms, phones, emails, address parts. Matched by the same rules as the local id.
    */
   knownIdentifiers?: readonly string[];
+  /**
+   * Told, once per kind and payload, how many pieces of free text were removed (for the metric
+   * `cw_free_text_removed_total{kind}`); not called for a kind with none. Never given the text.
+   */
+  onRemoved?: (kind: FreeTextKind, count: number) => void;
 }
-
-function strip(value: unknown, drop: ReadonlySet<string>): unknown {
-  if (Array.isArray(value)) return value.map((item) => strip(item, drop));
-  if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(
-    Object.entries(value)
-      .filter(([key]) => !drop.has(key.toLowerCase()))
-      .map(([key, item]) => [key, strip(item, drop)]),
-  );
-}
-
-/**
- * Values of `demographics.gender` / `demographics.race` from a fixed vocabulary: they cannot carry
- * an identifier, and are not matched, so that Ms White whose race is "White" is not refused.
- */
-const DEMOGRAPHIC_TERMS: ReadonlySet<string> = new Set([
-  'male',
-  'female',
-  'other',
-  'unknown',
-  'white',
-  'black',
-  'black or african american',
-  'asian',
-  'american indian or alaska native',
-  'native hawaiian or other pacific islander',
-  'hispanic or latino',
-  'asked but unknown',
-  'declined',
-  '1002-5',
-  '2028-9',
-  '2054-5',
-  '2076-8',
-  '2106-3',
-  '2131-1',
-]);
 
 /** Every string (keys included) and number of the payload, lower-cased. */
 interface PayloadText {
@@ -74,8 +47,22 @@ interface PayloadText {
   numbers: string[];
 }
 
+/**
+ * A coding's display once stripped: the canonical name from the shipped tables, fixed by the
+ * code, so it cannot carry anything of the patient (and a surname such as Major or White must not
+ * refuse `Major depressive disorder`).
+ */
+function isCanonicalDisplay(path: readonly string[]): boolean {
+  return path.length === 5 && path[2] === 'coding' && path[4] === 'display';
+}
+
+/**
+ * Collects the stripped payload's text. It recurses, but over the fixed structure `stripFreeText`
+ * leaves (at most five levels: nodes, a node, metadata or coding, a coding, a value).
+ */
 function collect(value: unknown, out: PayloadText, path: readonly string[]): void {
   if (typeof value === 'string') {
+    if (isCanonicalDisplay(path)) return;
     const text = value.trim().toLowerCase();
     const demographic =
       path.length === 2 &&
@@ -137,17 +124,21 @@ function holds(payload: PayloadText, id: string): boolean {
 }
 
 /**
- * The record as it may leave the hospital: identifying keys removed, FHIR references made
+ * The record as it may leave the hospital: no free text (see `stripFreeText`: displays replaced
+ * by canonical names or dropped, notes, narrative, undocumented fields and metadata off the allow
+ * list removed and counted through `onRemoved`), identifying keys removed, FHIR references made
  * opaque, and a last check that neither the local patient id nor any of `knownIdentifiers` is in
- * it. A refusal is safe (nothing leaks) but costs the patient's queries: callers must log the
- * `IdentifierLeakError` (its code and message, which never hold the value).
+ * what is left. A refusal is safe (nothing leaks) but costs the patient's queries: callers must
+ * log the `IdentifierLeakError` (its code and message, which never hold the value).
  */
 export async function prepareForService(
   record: AssembledPatient,
   options: PrepareOptions,
 ): Promise<AssembledPatient> {
-  const drop = new Set(options.identifyingFields.map((field) => field.toLowerCase()));
-  const stripped = strip(record, drop) as AssembledPatient;
+  const { record: stripped, removed } = stripFreeText(record, {
+    metadataAllowedKeys: options.metadataAllowedKeys,
+    identifyingFields: options.identifyingFields,
+  });
   const nodes = await Promise.all(
     stripped.nodes.map(async (node) =>
       node.fhir_id === undefined
@@ -163,6 +154,9 @@ export async function prepareForService(
     if (holds(payload, id.trim().toLowerCase())) {
       throw new IdentifierLeakError('known identifier');
     }
+  }
+  for (const kind of FREE_TEXT_KINDS) {
+    if (removed[kind] > 0) options.onRemoved?.(kind, removed[kind]);
   }
   return prepared;
 }

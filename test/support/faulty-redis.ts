@@ -30,7 +30,11 @@ export class FaultyRedis {
     this.client = new Proxy(target, {
       get: (object, property, receiver) => {
         const value: unknown = Reflect.get(object, property, receiver);
-        if (typeof property !== 'string' || !commands.has(property) || typeof value !== 'function') {
+        if (
+          typeof property !== 'string' ||
+          !commands.has(property) ||
+          typeof value !== 'function'
+        ) {
           return value;
         }
         return (...args: unknown[]) => this.#call(() => value.apply(object, args) as unknown);

@@ -291,8 +291,10 @@ function obxChanges(message: Er7Message): ClinicalChange[] {
         const n = /^[+-]?(\d+\.?\d*|\.\d+)$/.test(text) ? Number(text) : Number.NaN;
         if (Number.isFinite(n) && (type === 'NM' || component(first, 3, d) === '')) result = n;
       } else if (type === 'CE' || type === 'CWE' || type === 'CNE') {
-        const text = component(first, 2, d) || component(first, 1, d);
-        if (text !== '') result = text;
+        // The code, as FHIR's valueCodeableConcept gives it: the text beside it is a display,
+        // and displays are never sent (see strip-free-text.ts).
+        const code = component(first, 1, d);
+        if (code !== '') result = code;
       }
       // Free text (ST, TX, FT), pointers and encapsulated data are never kept. A result with no
       // value at all (pending, status I) records nothing.

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { CcsrTables } from '../../ccsr/ccsr-tables.ts';
 import { AssembledPatientSchema } from '../../interface/assembled-patient.ts';
+import { pathDeeperThan, type JsonPath } from '../../records/json-depth.ts';
 import { ccsrCategorySchema } from './ccsr-category.ts';
 import { PatientIdSchema } from './patient-params.ts';
 
@@ -16,23 +17,60 @@ export interface RecordUpdateBodyOptions {
   identifyingFields: readonly string[];
 }
 
-type Path = (string | number)[];
+/**
+ * How deep a node's `metadata` may nest (the metadata object itself is level 1). Only flat values
+ * of allowed keys are ever sent; the bound keeps every walker over sender input shallow.
+ */
+export const MAX_METADATA_DEPTH = 8;
 
-/** Paths (below `metadata`) of every identifying key, at any depth. */
-function identifyingKeys(value: unknown, fields: ReadonlySet<string>, at: Path = []): Path[] {
-  if (Array.isArray(value)) {
-    return value.flatMap((item, i) => identifyingKeys(item, fields, [...at, i]));
+/** How deep `assembled_patient` may nest as a whole (itself level 1; its metadata sits at 4). */
+export const MAX_RECORD_DEPTH = 16;
+
+/**
+ * Paths (below `metadata`) of every identifying key, at any depth. Iterative: the caller has
+ * bounded the depth already, and even so no input can exhaust the call stack.
+ */
+function identifyingKeys(value: unknown, fields: ReadonlySet<string>): JsonPath[] {
+  const found: JsonPath[] = [];
+  const stack: { value: unknown; at: JsonPath }[] = [{ value, at: [] }];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { value: current, at } = next;
+    if (typeof current !== 'object' || current === null) continue;
+    const entries: [string | number, unknown][] = Array.isArray(current)
+      ? current.map((item, i) => [i, item])
+      : Object.entries(current);
+    for (const [key, inner] of entries.reverse()) {
+      if (typeof key === 'string' && fields.has(key.toLowerCase())) found.push([...at, key]);
+      else stack.push({ value: inner, at: [...at, key] });
+    }
   }
-  if (typeof value !== 'object' || value === null) return [];
-  return Object.entries(value).flatMap(([key, inner]) =>
-    fields.has(key.toLowerCase()) ? [[...at, key]] : identifyingKeys(inner, fields, [...at, key]),
-  );
+  return found;
 }
 
 /** The body of `POST /v1/record-updates`; unknown top-level fields are refused. */
 export function recordUpdateBodySchema({ tables, identifyingFields }: RecordUpdateBodyOptions) {
   const fields = new Set(identifyingFields.map((field) => field.toLowerCase()));
   const assembledPatient = AssembledPatientSchema.superRefine((patient, ctx) => {
+    let tooDeep = false;
+    patient.nodes.forEach((node, i) => {
+      const deep = pathDeeperThan(node.metadata, MAX_METADATA_DEPTH);
+      if (deep === undefined) return;
+      tooDeep = true;
+      ctx.addIssue({
+        code: 'custom',
+        path: ['nodes', i, 'metadata', ...deep],
+        message: `nested deeper than ${MAX_METADATA_DEPTH} levels: metadata is a flat map of values`,
+      });
+    });
+    const deep = tooDeep ? undefined : pathDeeperThan(patient, MAX_RECORD_DEPTH);
+    if (deep !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: deep,
+        message: `nested deeper than ${MAX_RECORD_DEPTH} levels`,
+      });
+    }
+    if (tooDeep || deep !== undefined) return;
     patient.nodes.forEach((node, i) => {
       for (const path of identifyingKeys(node.metadata, fields)) {
         ctx.addIssue({

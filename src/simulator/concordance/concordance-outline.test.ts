@@ -77,6 +77,45 @@ describe('outlineConcordance', () => {
     expect(outline.flags).toContain('age_capped_at_90');
   });
 
+  it('matches a condition by its ICD-10-CM code through the CCSR table, without any display', () => {
+    const bare = {
+      ...condition,
+      coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10' }],
+    };
+    const outline = outlineConcordance(patient([bare]), hypertension);
+    expect(outline.verdicts[0]).toEqual({ verdict: 'concordant', nodeIds: ['c1'] });
+    expect(outline.flags).not.toContain('no_matching_nodes');
+    // E11.9 maps to END002 (its default) and END005: it bears on both, and not on CIR007.
+    const diabetes = {
+      ...condition,
+      coding: [{ system: 'urn:oid:2.16.840.1.113883.6.90', code: 'e119' }],
+    };
+    for (const code of ['END002', 'END005']) {
+      const category = tables.category(code);
+      if (category === undefined) throw new Error(`${code} missing`);
+      expect(outlineConcordance(patient([diabetes]), category).verdicts[0]?.verdict).toBe(
+        'concordant',
+      );
+    }
+    expect(outlineConcordance(patient([diabetes]), hypertension).flags).toContain(
+      'no_matching_nodes',
+    );
+  });
+
+  it('does not match by display words, names, or an ICD-10-CM code under another system', () => {
+    const byWords = {
+      ...condition,
+      service_preferred_name: 'Essential hypertension',
+      coding: [
+        { system: 'http://snomed.info/sct', code: '59621000', display: 'Essential hypertension' },
+        { system: 'http://example.org/local', code: 'I10' },
+      ],
+    };
+    const outline = outlineConcordance(patient([byWords]), hypertension);
+    expect(outline.flags).toContain('no_matching_nodes');
+    expect(outline.verdicts.every((v) => v.verdict === 'insufficient_data')).toBe(true);
+  });
+
   it('matches a coding that carries the CCSR code itself', () => {
     const ccsrCoded = {
       id: 'x',

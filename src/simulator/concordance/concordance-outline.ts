@@ -1,7 +1,8 @@
 import type { AssembleNode, AssembledPatient } from '../../interface/assembled-patient.ts';
 import type { CcsrCategory } from '../../ccsr/ccsr-tables.ts';
+import { isIcd10CmSystem } from '../../ccsr/code-systems.ts';
+import { ccsrCategoriesForIcd10 } from '../../ccsr/icd10-ccsr-map.ts';
 import { hash32 } from '../seeded-random.ts';
-import { categoryTerms } from './category-terms.ts';
 
 export type Verdict = 'concordant' | 'discordant' | 'insufficient_data';
 
@@ -30,20 +31,18 @@ export function recommendationCount(category: string): number {
   return 2 + (hash32(`count:${category}`) % 2);
 }
 
-function nodeText(node: AssembleNode): string {
-  return [node.service_preferred_name ?? '', ...node.coding.map((c) => c.display ?? '')]
-    .join(' ')
-    .toLowerCase();
-}
-
 /**
- * A node bears on the category when one of its codings carries the category code itself, or
- * its names mention a distinctive word of the category's description.
+ * A node bears on the category when one of its codings carries the category code itself, or is
+ * an ICD-10-CM code that the CCSR v2023.1 table maps to the category (any of its categories, not
+ * only the default one: E11.9 bears on END002 and END005). Display texts and names play no part:
+ * the worker does not send them.
  */
-function matchesCategory(node: AssembleNode, category: CcsrCategory, terms: string[]): boolean {
-  if (node.coding.some((c) => c.code.toUpperCase() === category.code)) return true;
-  const text = nodeText(node);
-  return terms.some((term) => text.includes(term));
+function matchesCategory(node: AssembleNode, category: CcsrCategory): boolean {
+  return node.coding.some(
+    (c) =>
+      c.code.trim().toUpperCase() === category.code ||
+      (isIcd10CmSystem(c.system) && ccsrCategoriesForIcd10(c.code, 'all').includes(category.code)),
+  );
 }
 
 /**
@@ -57,8 +56,7 @@ export function outlineConcordance(
   patient: AssembledPatient,
   category: CcsrCategory,
 ): ConcordanceOutline {
-  const terms = categoryTerms(category);
-  const matching = patient.nodes.filter((n) => matchesCategory(n, category, terms));
+  const matching = patient.nodes.filter((n) => matchesCategory(n, category));
   const matchingIds = new Set(matching.map((n) => n.id));
   const conditions = matching.filter((n) => n.node_type === 'condition');
   const conditionIds = new Set(conditions.map((n) => n.id));

@@ -3,7 +3,7 @@ export type FaultAction =
   | { kind: 'none' }
   | { kind: 'hang' }
   | { kind: 'rate_limit'; retryAfterS: number; format: 'seconds' | 'http-date' }
-  | { kind: 'error'; status: 500 | 502 | 503 }
+  | { kind: 'error'; status: 400 | 404 | 413 | 415 | 500 | 502 | 503 }
   | { kind: 'malformed'; body: 'invalid_json' | 'wrong_shape' };
 
 export interface FaultDecision {

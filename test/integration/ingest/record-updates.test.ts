@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AUTH, JSON_AUTH, startHarness, type Harness } from './support/ingest-harness.ts';
 import { samplePatient } from '../../support/sample-patient.ts';
+import {
+  MAX_METADATA_DEPTH,
+  MAX_RECORD_DEPTH,
+} from '../../../src/ingest/schemas/record-update-body.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -296,5 +300,49 @@ describe('POST /v1/record-updates, refused', () => {
     const text = await h.registry.getSingleMetricAsString('cw_ingest_events_total');
     expect(text).toContain('cw_ingest_events_total{source="epic",outcome="rejected"} 1');
     expect(text).toContain('cw_ingest_events_total{source="other",outcome="rejected"} 1');
+  });
+});
+
+describe('POST /v1/record-updates, deeply nested records', () => {
+  beforeEach(async () => {
+    h = await startHarness({ rules: [{ ccsr_category: 'CIR007' }] });
+  });
+
+  /** The sample record with `nested` (JSON text) at `where` in its first node. */
+  function nestedBody(nested: string, where: 'metadata' | 'extra'): string {
+    const node = { ...samplePatient.nodes[0], [where]: '@NESTED@' };
+    const record = { ...samplePatient, nodes: [node, ...samplePatient.nodes.slice(1)] };
+    const body = JSON.stringify({ patient_id: 'MRN-DEEP', assembled_patient: record });
+    return body.replace('"@NESTED@"', nested);
+  }
+  const levels = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+
+  it.each([
+    ['metadata 5,000 levels deep', levels(5_000), 'metadata', MAX_METADATA_DEPTH],
+    [
+      'metadata 800,000 levels deep (near the 5 MiB body limit)',
+      levels(800_000),
+      'metadata',
+      MAX_METADATA_DEPTH,
+    ],
+    ['another node field 100,000 levels deep', levels(100_000), 'extra', MAX_RECORD_DEPTH],
+  ] as const)(
+    'answers 422 (not 500) for %s and stores nothing',
+    async (_name, nested, where, max) => {
+      const res = await post(nestedBody(nested, where));
+      expect(res.statusCode).toBe(422);
+      const [item, ...more] = res.json().detail as { loc: unknown[]; msg: string }[];
+      expect(more).toEqual([]);
+      expect(item?.msg).toContain(`deeper than ${max} levels`);
+      expect(item?.loc.slice(0, 5)).toEqual(['body', 'assembled_patient', 'nodes', 0, where]);
+      expect(item?.loc.length).toBeLessThanOrEqual(MAX_RECORD_DEPTH + 2);
+      expect(await h.crosswalk.find('MRN-DEEP')).toBeUndefined();
+      expect(await dueCount()).toBe(0);
+    },
+  );
+
+  it(`accepts metadata of exactly ${MAX_METADATA_DEPTH} levels`, async () => {
+    const res = await post(nestedBody(levels(MAX_METADATA_DEPTH - 1), 'metadata'));
+    expect(res.statusCode).toBe(202);
   });
 });

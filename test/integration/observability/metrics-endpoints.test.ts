@@ -47,6 +47,7 @@ const WORKER_FAMILIES = {
   cw_deliveries_total: 'counter',
   cw_dead_letters_total: 'counter',
   cw_queue_jobs: 'gauge',
+  cw_free_text_removed_total: 'counter',
 };
 const INGEST_FAMILIES = {
   cw_ingest_events_total: 'counter',

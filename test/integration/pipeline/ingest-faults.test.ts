@@ -15,7 +15,12 @@ import { requestConnection } from '../../../src/queues/redis-connections.ts';
 import { RecordStore } from '../../../src/records/record-store.ts';
 import { eventually } from '../../support/eventually.ts';
 import { FaultyRedis, type FaultMode } from '../../support/faulty-redis.ts';
-import { API_KEY, PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
+import {
+  API_KEY,
+  PipelineHarness,
+  sampleRecord,
+  testConfig,
+} from '../../support/pipeline-harness.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 
@@ -44,7 +49,12 @@ function bundle(localId: string) {
     entry: [
       {
         fullUrl: `http://fhir.example/Patient/${localId}`,
-        resource: { resourceType: 'Patient', id: localId, birthDate: '1960-01-01', gender: 'female' },
+        resource: {
+          resourceType: 'Patient',
+          id: localId,
+          birthDate: '1960-01-01',
+          gender: 'female',
+        },
       },
       {
         fullUrl: `http://fhir.example/Condition/c-${localId}`,
@@ -54,7 +64,10 @@ function bundle(localId: string) {
           subject: { reference: `Patient/${localId}` },
           clinicalStatus: {
             coding: [
-              { system: 'http://terminology.hl7.org/CodeSystem/condition-clinical', code: 'active' },
+              {
+                system: 'http://terminology.hl7.org/CodeSystem/condition-clinical',
+                code: 'active',
+              },
             ],
           },
           code: { coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9' }] },
@@ -151,8 +164,7 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
   afterAll(() => harness.close());
 
   it('runs and delivers the query of every acknowledged update', async () => {
-    const acknowledged: { channel: Channel; mode: FaultMode; step: number; localId: string }[] =
-      [];
+    const acknowledged: { channel: Channel; mode: FaultMode; step: number; localId: string }[] = [];
     const stepsOf: Partial<Record<Channel, number>> = {};
     for (const channel of ['json', 'hl7v2', 'fhir'] as const) {
       // How many Redis commands one update of a new patient takes on this path.
@@ -195,7 +207,10 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
     );
     for (const [psid, localId] of psids) {
       const mine = events.filter((e) => e.patient_service_id === psid);
-      expect(mine.map((e) => e.status), localId).toEqual(['completed']);
+      expect(
+        mine.map((e) => e.status),
+        localId,
+      ).toEqual(['completed']);
       expect(mine[0]?.ccsr_category).toBe('END002');
     }
     // One submission per acknowledged update: a resend after a lost reply adds no query.

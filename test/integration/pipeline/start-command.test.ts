@@ -77,7 +77,13 @@ describe('concordance-worker start against concordance-worker simulator', () => 
       event_id: 'evt-start-2',
       assembled_patient: {
         ...clean,
-        nodes: [{ ...clean.nodes[0], metadata: { note: 'seen as planted-mrn-4712 in clinic' } }],
+        // A note is removed before sending; a value is sent, and holds the local id.
+        nodes: [
+          {
+            ...clean.nodes[0],
+            metadata: { note: 'seen as planted-mrn-4712 in clinic', value: 'planted-mrn-4712' },
+          },
+        ],
         relationships: [],
       },
       ccsr_categories: ['CIR007'],

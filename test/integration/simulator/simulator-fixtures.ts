@@ -19,13 +19,8 @@ export const hypertensionPatient = {
       node_type: 'condition',
       notable: true,
       fhir_id: 'Condition/1',
-      coding: [
-        {
-          system: 'http://hl7.org/fhir/sid/icd-10-cm',
-          code: 'I10',
-          display: 'Essential hypertension',
-        },
-      ],
+      // No display: the local service matches the category by the ICD-10-CM code (I10 -> CIR007).
+      coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'I10' }],
     },
     {
       id: 'o1',
