@@ -9,7 +9,10 @@ export interface OutboundAgents {
   https?: HttpsAgent;
 }
 
-/** True when this Node.js has built-in proxy support in `http.Agent` (`proxyEnv`, Node 24.5+). */
+/**
+ * True when this Node.js has built-in proxy support in `http.Agent` (`proxyEnv`, in the Node 24
+ * line): detected, so that an older Node refuses a proxy instead of silently going direct.
+ */
 export function builtInProxySupported(): boolean {
   const probe = new HttpAgent({ proxyEnv: { HTTP_PROXY: 'http://127.0.0.1:9' } });
   const supported = Object.getOwnPropertySymbols(probe).some(

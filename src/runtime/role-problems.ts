@@ -88,7 +88,7 @@ export function roleProblems(config: Config, role: Role): ConfigProblem[] {
   if ((proxy.http !== undefined || proxy.https !== undefined) && !builtInProxySupported()) {
     problems.push({
       path: 'outbound.proxy',
-      message: `HTTP(S)_PROXY is set but Node.js ${process.version} has no built-in proxy support: run Node.js 24.5 or later`,
+      message: `HTTP(S)_PROXY is set but Node.js ${process.version} has no built-in proxy support (http.Agent proxyEnv): run a current Node.js 24`,
     });
   }
 
