@@ -121,6 +121,17 @@ describe('loadConfig: secret strength', () => {
     expect(text).not.toContain(strong.INGEST_TOKENS.split(',')[0]);
   });
 
+  it('refuses a placeholder password in REDIS_URL without repeating it', () => {
+    const problems = problemsOf(() =>
+      loadConfig({ env: { REDIS_URL: 'rediss://cw:change-me@redis.example.org:6380' } }),
+    );
+    expect(problems).toEqual([expect.objectContaining({ path: 'redis.url' })]);
+    expect(problems[0]?.message).not.toContain('change-me');
+    const strong = encodeURIComponent(randomBytes(18).toString('base64'));
+    const url = `rediss://cw:${strong}@redis.example.org:6380`;
+    expect(loadConfig({ env: { REDIS_URL: url } }).redis.url).toBe(url);
+  });
+
   it("refuses the simulator's dev key for a real service, not for the local one", () => {
     expect(loadConfig({ env: { SERVICE_API_KEY: 'local-dev-key' } }).service.api_key).toBe(
       'local-dev-key',

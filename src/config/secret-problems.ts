@@ -10,6 +10,16 @@ import {
 /** The simulator's default key (`concordance-worker simulator`): fine locally, never issued by a real service. */
 const SIMULATOR_DEV_KEY = 'local-dev-key';
 
+/** The password of a `redis[s]://user:password@host` URL, decoded; undefined when there is none. */
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = new URL(url).password;
+    return password === '' ? undefined : decodeURIComponent(password);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Every secret that is set but too weak, by path (see `secret-strength.ts`). A secret that is not
  * set is a matter for the role that needs it (`roleProblems`), not for this check.
@@ -33,6 +43,10 @@ export function secretProblems(config: Config): ConfigProblem[] {
   if (apiKey !== undefined) {
     const samples = config.service.env === 'local' ? [] : [SIMULATOR_DEV_KEY];
     add('service.api_key', checkCredential('SERVICE_API_KEY', apiKey, samples));
+  }
+  const redisPassword = passwordOf(config.redis.url);
+  if (redisPassword !== undefined) {
+    add('redis.url', checkCredential('the password in REDIS_URL', redisPassword));
   }
   const fhirToken = config.fhir.token;
   if (fhirToken !== undefined) add('fhir.token', checkCredential('FHIR_TOKEN', fhirToken));
