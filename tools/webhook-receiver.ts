@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type RequestListener } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
@@ -35,6 +36,8 @@ export interface WebhookReceiverOptions {
    * signature fails is always answered 401). @defaultValue () => 204
    */
   respond?: (attempt: Omit<ReceivedAttempt, 'status'>) => number;
+  /** PEM certificate and key: the receiver then speaks HTTPS. @defaultValue plain HTTP */
+  tls?: { cert: string; key: string };
 }
 
 export interface WebhookReceiver {
@@ -60,6 +63,7 @@ const header = (headers: IncomingHttpHeaders, name: string): string => {
 export async function startWebhookReceiver({
   secret,
   respond = () => 204,
+  tls,
 }: WebhookReceiverOptions): Promise<WebhookReceiver> {
   const verifier = new Webhook(secret);
   const attempts: ReceivedAttempt[] = [];
@@ -67,7 +71,7 @@ export async function startWebhookReceiver({
   const perId = new Map<string, number>();
   const changes = new EventEmitter();
 
-  const server = createServer((request, response) => {
+  const listener: RequestListener = (request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -101,13 +105,14 @@ export async function startWebhookReceiver({
         events.push({ webhookId, payload, receivedAt: Date.now() });
       response.writeHead(status).end(() => changes.emit('change'));
     });
-  });
+  };
+  const server = tls === undefined ? createServer(listener) : createHttpsServer(tls, listener);
   server.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
 
   const receiver: WebhookReceiver = {
-    url: `http://127.0.0.1:${port}/hooks/concordance`,
+    url: `${tls === undefined ? 'http' : 'https'}://127.0.0.1:${port}/hooks/concordance`,
     attempts,
     events,
     until(condition) {

@@ -2,6 +2,7 @@ import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config/config-schema.ts';
+import { outboundAgents } from '../src/connections/outbound-agents.ts';
 import type { DeadLetterError } from '../src/delivery/dead-letter.ts';
 import type { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
 import { DeliveryConfigError } from '../src/delivery/delivery-config-error.ts';
@@ -83,7 +84,11 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
     jitter: webhook.backoff.jitter,
   };
   const signer = new WebhookSigner(webhook.secret);
-  const client = new WebhookClient({ url: webhook.url, timeoutMs: webhook.timeout_ms });
+  const client = new WebhookClient({
+    url: webhook.url,
+    timeoutMs: webhook.timeout_ms,
+    agent: outboundAgents(config.outbound),
+  });
   const store = new WebhookDeliveryStore({
     redis: connection,
     prefix,

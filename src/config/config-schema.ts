@@ -93,6 +93,37 @@ const Hl7v2Schema = z.strictObject({
 });
 export type Hl7v2Config = z.infer<typeof Hl7v2Schema>;
 
+// --- Secrets and connections (issue 8): Redis TLS files, outbound CA bundle and proxy ---
+const pemFile = z.string().min(1).nullable();
+
+/** PEM files for `rediss://` (the user and password come from the URL). */
+const RedisTlsSchema = z
+  .strictObject({
+    /** `REDIS_TLS_CA_FILE`: trusted on top of Node's bundled roots. */
+    ca_file: pemFile,
+    /** `REDIS_TLS_CERT_FILE` / `REDIS_TLS_KEY_FILE`: a client certificate, when Redis asks for one. */
+    cert_file: pemFile,
+    key_file: pemFile,
+  })
+  .default({ ca_file: null, cert_file: null, key_file: null });
+export type RedisTlsConfig = z.infer<typeof RedisTlsSchema>;
+
+const proxyUrl = z.url({ protocol: /^https?$/ }).optional();
+
+/** Outbound HTTP(S): the service, the FHIR server and the webhook receiver. */
+const OutboundSchema = z
+  .strictObject({
+    /** `OUTBOUND_CA_FILE`: PEM bundle trusted on top of Node's bundled roots. */
+    ca_file: pemFile,
+    /** Set only from the environment: `HTTP_PROXY`, `HTTPS_PROXY`, `NO_PROXY` (or lower case). */
+    proxy: z
+      .strictObject({ http: proxyUrl, https: proxyUrl, no_proxy: z.string().optional() })
+      .default({}),
+  })
+  .default({ ca_file: null, proxy: {} });
+export type OutboundConfig = z.infer<typeof OutboundSchema>;
+// --- end of secrets and connections ---
+
 export const ConfigSchema = z.strictObject({
   service: ServiceSchema,
   log: z.strictObject({
@@ -104,6 +135,7 @@ export const ConfigSchema = z.strictObject({
       .string()
       .min(1)
       .regex(/^[^:\s]+$/, 'no colons or spaces'),
+    tls: RedisTlsSchema,
   }),
   ingest: z.strictObject({
     port,
@@ -129,6 +161,7 @@ export const ConfigSchema = z.strictObject({
     token: z.string().min(1).optional(),
   }),
   hl7v2: Hl7v2Schema,
+  outbound: OutboundSchema,
   presets: z.strictObject({
     rules: z.array(RuleSchema),
     from_problem_list: z.strictObject({

@@ -1,6 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './config-error.ts';
 import { loadConfig, serviceBaseUrl } from './load-config.ts';
@@ -98,5 +99,100 @@ describe('loadConfig', () => {
   it('names an unreadable file', () => {
     const problems = problemsOf(() => loadConfig({ file: '/nonexistent/cw.yaml', env: {} }));
     expect(problems[0]?.message).toMatch(/cannot read \/nonexistent\/cw\.yaml/);
+  });
+});
+
+describe('loadConfig: secret strength', () => {
+  const strong = {
+    CROSSWALK_KEY: randomBytes(32).toString('base64'),
+    WEBHOOK_URL: 'https://receiver.example.org/hook',
+    WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+    INGEST_TOKENS: `${randomBytes(24).toString('base64')},${randomBytes(16).toString('hex')}`,
+    SERVICE_API_KEY: randomBytes(20).toString('hex'),
+    FHIR_TOKEN: randomBytes(20).toString('base64url'),
+  };
+
+  it('accepts strong secrets', () => {
+    const config = loadConfig({ env: strong });
+    expect(config.ingest.tokens).toHaveLength(2);
+  });
+
+  it("lists every weak secret by path, the issue's three examples included", () => {
+    const problems = problemsOf(() =>
+      loadConfig({
+        env: {
+          ...strong,
+          CROSSWALK_KEY: Buffer.alloc(32).toString('base64'),
+          WEBHOOK_SECRET: `whsec_${Buffer.alloc(12).toString('base64')}`,
+          INGEST_TOKENS: `${randomBytes(24).toString('base64')},${'a'.repeat(16)}`,
+          SERVICE_API_KEY: 'changeme',
+          FHIR_TOKEN: 'xxxx',
+        },
+      }),
+    );
+    expect(problems.map((p) => p.path)).toEqual([
+      'identity.crosswalk_key',
+      'delivery.webhook.secret',
+      'ingest.tokens.1',
+      'service.api_key',
+      'fhir.token',
+    ]);
+    const text = problems.map((p) => p.message).join('\n');
+    expect(text).not.toContain(strong.INGEST_TOKENS.split(',')[0]);
+  });
+
+  it('refuses a placeholder password in REDIS_URL without repeating it', () => {
+    const problems = problemsOf(() =>
+      loadConfig({ env: { REDIS_URL: 'rediss://cw:change-me@redis.example.org:6380' } }),
+    );
+    expect(problems).toEqual([expect.objectContaining({ path: 'redis.url' })]);
+    expect(problems[0]?.message).not.toContain('change-me');
+    const strong = encodeURIComponent(randomBytes(18).toString('base64'));
+    const url = `rediss://cw:${strong}@redis.example.org:6380`;
+    expect(loadConfig({ env: { REDIS_URL: url } }).redis.url).toBe(url);
+  });
+
+  it("refuses the simulator's dev key for a real service, not for the local one", () => {
+    expect(loadConfig({ env: { SERVICE_API_KEY: 'local-dev-key' } }).service.api_key).toBe(
+      'local-dev-key',
+    );
+    const problems = problemsOf(() =>
+      loadConfig({
+        env: {
+          SERVICE_ENV: 'production',
+          SERVICE_BASE_URL: 'https://cgs.example.org',
+          SERVICE_API_KEY: 'local-dev-key',
+        },
+      }),
+    );
+    expect(problems).toEqual([expect.objectContaining({ path: 'service.api_key' })]);
+  });
+
+  it('takes the Redis TLS files, the outbound CA file and the proxy from the environment', () => {
+    const config = loadConfig({
+      env: {
+        REDIS_TLS_CA_FILE: '/etc/cw/redis-ca.pem',
+        OUTBOUND_CA_FILE: '/etc/cw/hospital-ca.pem',
+        HTTPS_PROXY: 'http://proxy.example.org:3128',
+        https_proxy: 'http://lower.example.org:3128',
+        NO_PROXY: 'localhost,.hospital.local',
+      },
+    });
+    expect(config.redis.tls).toEqual({
+      ca_file: '/etc/cw/redis-ca.pem',
+      cert_file: null,
+      key_file: null,
+    });
+    expect(config.outbound).toEqual({
+      ca_file: '/etc/cw/hospital-ca.pem',
+      proxy: { https: 'http://lower.example.org:3128', no_proxy: 'localhost,.hospital.local' },
+    });
+  });
+
+  it('keeps the proxy (which may carry a password) out of files', () => {
+    const path = file('outbound:\n  proxy: { https: "http://u:p@proxy.example.org:3128" }\n');
+    expect(problemsOf(() => loadConfig({ file: path, env: {} }))).toEqual([
+      expect.objectContaining({ path: 'outbound.proxy' }),
+    ]);
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { ConfigSchema, type Config } from './config-schema.ts';
+import { secretProblems } from './secret-problems.ts';
 
 /** The configuration shipped with the project. */
 export const DEFAULT_CONFIG_FILE = new URL('../../config/default.yaml', import.meta.url);
@@ -62,6 +63,17 @@ const ENV_PATHS: readonly [
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
+  // Secrets and connections: lower-case proxy variables win, as in curl and Node.
+  ['REDIS_TLS_CA_FILE', ['redis', 'tls', 'ca_file'], 'string'],
+  ['REDIS_TLS_CERT_FILE', ['redis', 'tls', 'cert_file'], 'string'],
+  ['REDIS_TLS_KEY_FILE', ['redis', 'tls', 'key_file'], 'string'],
+  ['OUTBOUND_CA_FILE', ['outbound', 'ca_file'], 'string'],
+  ['HTTP_PROXY', ['outbound', 'proxy', 'http'], 'string'],
+  ['http_proxy', ['outbound', 'proxy', 'http'], 'string'],
+  ['HTTPS_PROXY', ['outbound', 'proxy', 'https'], 'string'],
+  ['https_proxy', ['outbound', 'proxy', 'https'], 'string'],
+  ['NO_PROXY', ['outbound', 'proxy', 'no_proxy'], 'string'],
+  ['no_proxy', ['outbound', 'proxy', 'no_proxy'], 'string'],
 ];
 
 /** Values only the environment may set: a file that holds one is refused. */
@@ -71,6 +83,8 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['fhir', 'token'], 'FHIR_TOKEN'],
+  // A proxy URL may carry a password.
+  [['outbound', 'proxy'], 'HTTP_PROXY / HTTPS_PROXY / NO_PROXY'],
 ];
 
 function has(tree: Tree, path: readonly string[]): boolean {
@@ -133,23 +147,22 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     );
   }
   const config = parsed.data;
+  const invalid: ConfigProblem[] = [];
   const chosen = config.service.environments[config.service.env];
   if (config.service.base_url === undefined && chosen.base_url === null) {
-    throw new ConfigError([
-      {
-        path: `service.environments.${config.service.env}.base_url`,
-        message: `no base URL for the "${config.service.env}" environment: set it or SERVICE_BASE_URL`,
-      },
-    ]);
+    invalid.push({
+      path: `service.environments.${config.service.env}.base_url`,
+      message: `no base URL for the "${config.service.env}" environment: set it or SERVICE_BASE_URL`,
+    });
   }
   if (config.delivery.webhook.url !== null && config.delivery.webhook.secret === undefined) {
-    throw new ConfigError([
-      {
-        path: 'delivery.webhook.secret',
-        message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
-      },
-    ]);
+    invalid.push({
+      path: 'delivery.webhook.secret',
+      message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
+    });
   }
+  invalid.push(...secretProblems(config));
+  if (invalid.length > 0) throw new ConfigError(invalid);
   return config;
 }
 

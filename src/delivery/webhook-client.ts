@@ -1,4 +1,4 @@
-import got, { RequestError, TimeoutError } from 'got';
+import got, { RequestError, TimeoutError, type Agents } from 'got';
 import type { SignedWebhook } from './webhook-signer.ts';
 import { WebhookDeliveryError } from './webhook-delivery-error.ts';
 
@@ -7,6 +7,8 @@ export interface WebhookClientOptions {
   url: string;
   /** Per attempt, from sending to the whole answer. @defaultValue 10_000 */
   timeoutMs?: number;
+  /** got's agents: a proxy and a CA bundle (`outboundAgents`). @defaultValue got's defaults */
+  agent?: Agents | undefined;
 }
 
 /** What one attempt came to: the endpoint's 2xx, or why not. */
@@ -20,10 +22,12 @@ export type WebhookAttemptResult =
 export class WebhookClient {
   readonly #url: string;
   readonly #timeoutMs: number;
+  readonly #agent: Agents | undefined;
 
-  constructor({ url, timeoutMs = 10_000 }: WebhookClientOptions) {
+  constructor({ url, timeoutMs = 10_000, agent }: WebhookClientOptions) {
     this.#url = url;
     this.#timeoutMs = timeoutMs;
+    this.#agent = agent;
   }
 
   async post(request: SignedWebhook, signal?: AbortSignal): Promise<WebhookAttemptResult> {
@@ -36,6 +40,7 @@ export class WebhookClient {
         throwHttpErrors: false,
         followRedirect: false,
         signal,
+        ...(this.#agent === undefined ? {} : { agent: this.#agent }),
       });
       const status = response.statusCode;
       if (status >= 200 && status < 300) return { ok: true, status };

@@ -1,6 +1,7 @@
 import type { Config } from '../config/config-schema.ts';
 import type { Logger } from '../observability/logger.ts';
 import { processRegistry } from '../observability/process-registry.ts';
+import { assertRoleConfig } from './role-problems.ts';
 import { runIngest } from './run-ingest.ts';
 import { runWorker, type RunningProcess } from './run-worker.ts';
 
@@ -10,6 +11,7 @@ import { runWorker, type RunningProcess } from './run-worker.ts';
  * one of them).
  */
 export async function runAll(config: Config, logger: Logger): Promise<RunningProcess> {
+  assertRoleConfig(config, 'start');
   const registry = processRegistry();
   const worker = await runWorker(config, logger.child({ role: 'work' }), { registry });
   try {

@@ -8,7 +8,7 @@ import { requestConnection } from '../queues/redis-connections.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
-import { StartupError } from './startup-error.ts';
+import { assertRoleConfig } from './role-problems.ts';
 
 /** `concordance-worker ingest`: the HTTP API that accepts record updates and presets. */
 export async function runIngest(
@@ -16,13 +16,9 @@ export async function runIngest(
   logger: Logger,
   options: RoleOptions = {},
 ): Promise<RunningProcess> {
-  if (config.ingest.tokens === undefined || config.ingest.tokens.length === 0) {
-    throw new StartupError(
-      'INGEST_TOKENS is not set: give the integration engine a bearer token (comma-separated for several)',
-    );
-  }
+  assertRoleConfig(config, 'ingest');
   const keys = crosswalkKeysFrom(config);
-  const redis = requestConnection(config.redis.url, 'cw-ingest');
+  const redis = requestConnection(config.redis, 'cw-ingest');
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const queue = queriesQueue(context, redis);
   const unwatch = context.pipelineMetrics.watchQueues(queue);

@@ -12,7 +12,7 @@ import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { buildHealthApp } from './health-app.ts';
 import { logRedisOutages } from './redis-outage-log.ts';
 import { crosswalkKeysFrom, pipelineContext } from './pipeline-context.ts';
-import { StartupError } from './startup-error.ts';
+import { assertRoleConfig } from './role-problems.ts';
 import { WorkerRegistry } from './worker-registry.ts';
 
 export interface RunningProcess {
@@ -40,11 +40,9 @@ export async function runWorker(
   logger: Logger,
   options: RoleOptions = {},
 ): Promise<RunningWorker> {
-  if (config.service.api_key === undefined) {
-    throw new StartupError('SERVICE_API_KEY is not set: the workers cannot call the service');
-  }
+  assertRoleConfig(config, 'work');
   const keys = crosswalkKeysFrom(config);
-  const redis = workerConnection(config.redis.url, 'cw-work');
+  const redis = workerConnection(config.redis, 'cw-work');
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const metrics = context.pipelineMetrics;
   const client = createServiceClient(

@@ -1,3 +1,4 @@
+import type { Agents } from 'got';
 import { z } from 'zod';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 import {
@@ -70,6 +71,11 @@ export interface ServiceClientOptions {
    * @defaultValue a timer, cut short by the call's abort signal
    */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /**
+   * got's agents: a proxy and a CA bundle (see `outboundAgents`).
+   * @defaultValue got's defaults (Node's global agents)
+   */
+  agent?: Agents | undefined;
 }
 
 /** Per-call options. */
@@ -135,6 +141,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     logger: options.logger,
     onResponse: options.onResponse,
     sleep: options.sleep ?? defaultSleep,
+    agent: options.agent,
   });
   const classifier = new JobStatusClassifier(options.statuses);
   const warnedStatuses = new Set<string>();

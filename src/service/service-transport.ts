@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import got, { RequestError, TimeoutError, type Response } from 'got';
+import got, { RequestError, TimeoutError, type Agents, type Response } from 'got';
 import type { z } from 'zod';
 import { errorFromResponse } from './error-from-response.ts';
 import { ServiceBadResponseError } from './errors/service-bad-response-error.ts';
@@ -34,6 +34,8 @@ export interface TransportOptions {
   logger: ServiceLogger | undefined;
   onResponse: ((info: ServiceResponseInfo) => void) | undefined;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** Outbound agents (proxy, CA bundle); undefined keeps got's defaults. */
+  agent?: Agents | undefined;
 }
 
 export interface ServiceCall<T> {
@@ -140,6 +142,7 @@ export class ServiceTransport {
         retry: { limit: 0 },
         timeout: { request: timeoutMs },
         signal: call.signal,
+        ...(this.#options.agent === undefined ? {} : { agent: this.#options.agent }),
       });
     } catch (error) {
       if (call.signal?.aborted) throw call.signal.reason;

@@ -40,7 +40,7 @@ export function registerReplayCommand(program: Command): void {
     .action(async (options: ReplayOptions) => {
       const config = loadConfig({ file: program.opts<{ config?: string }>().config });
       // Fails fast when Redis is unreachable, instead of waiting for it like a worker would.
-      const redis = requestConnection(config.redis.url, 'cw-replay', { enableOfflineQueue: true });
+      const redis = requestConnection(config.redis, 'cw-replay', { enableOfflineQueue: true });
       const prefix = config.redis.prefix;
       const deadLetters = new DeadLetterStore({
         redis,

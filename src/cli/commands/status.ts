@@ -75,7 +75,7 @@ export function registerStatusCommand(program: Command): void {
     .option('--json', 'print one JSON document instead of a table')
     .action(async (opts: { json?: boolean }) => {
       const config = loadConfig({ file: program.opts<{ config?: string }>().config });
-      const redis = requestConnection(config.redis.url, 'cw-status', {
+      const redis = requestConnection(config.redis, 'cw-status', {
         lazyConnect: true,
         retryStrategy: () => null,
       });

@@ -1,4 +1,4 @@
-import got, { RequestError } from 'got';
+import got, { RequestError, type Agents } from 'got';
 import { FhirServerUnavailableError } from './fhir-errors.ts';
 
 export interface FhirClientOptions {
@@ -9,6 +9,8 @@ export interface FhirClientOptions {
   timeoutMs: number;
   /** got's retries of a GET (network errors, 408, 429, 5xx). @defaultValue 2 */
   retryLimit?: number;
+  /** got's agents: a proxy and a CA bundle. @defaultValue got's defaults */
+  agent?: Agents | undefined;
 }
 
 /** A read that found nothing: 404 or 410 (deleted). */
@@ -27,6 +29,7 @@ export class FhirClient {
   readonly #headers: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #retryLimit: number;
+  readonly #agent: Agents | undefined;
 
   constructor(options: FhirClientOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, '');
@@ -34,6 +37,7 @@ export class FhirClient {
     if (options.token) this.#headers.authorization = `Bearer ${options.token}`;
     this.#timeoutMs = options.timeoutMs;
     this.#retryLimit = options.retryLimit ?? 2;
+    this.#agent = options.agent;
   }
 
   async #get(
@@ -56,6 +60,7 @@ export class FhirClient {
           statusCodes: [408, 429, 500, 502, 503, 504],
           maxRetryAfter: this.#timeoutMs,
         },
+        ...(this.#agent === undefined ? {} : { agent: this.#agent }),
       });
     } catch (error) {
       // A got error holds the request (the token in its headers): only its code goes on.

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Config } from '../../config/config-schema.ts';
+import { outboundAgents } from '../../connections/outbound-agents.ts';
 import type { Crosswalk } from '../../identity/crosswalk.ts';
 import type { PresetStore } from '../../presets/preset-store.ts';
 import type { UpdateCommitter } from '../update-committer.ts';
@@ -16,7 +17,7 @@ import { FhirIngest, type ClinicalUpdater } from './fhir-ingest.ts';
 import { FhirMetrics } from './fhir-metrics.ts';
 
 export interface FhirRouteOptions {
-  config: Pick<Config, 'fhir' | 'presets' | 'redis'>;
+  config: Pick<Config, 'fhir' | 'presets' | 'redis'> & Partial<Pick<Config, 'outbound'>>;
   /** The request connection. */
   redis: Redis;
   crosswalk: Crosswalk;
@@ -54,6 +55,7 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
           baseUrl: config.fhir.base_url,
           token: config.fhir.token,
           timeoutMs: config.fhir.timeout_ms,
+          agent: config.outbound && outboundAgents(config.outbound),
         }));
   const ingest = new FhirIngest({
     updates,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,10 +42,43 @@ describe('start-up checks', () => {
     }
   });
 
-  it('config check accepts the defaults', async () => {
-    const { code, output } = await run(['config', 'check']);
+  it('config check validates what start validates: every missing secret, by path', async () => {
+    const bare = await run(['config', 'check']);
+    expect(bare.code).toBe(1);
+    for (const variable of ['CROSSWALK_KEY', 'INGEST_TOKENS', 'SERVICE_API_KEY']) {
+      expect(bare.output).toContain(`${variable} is not set`);
+    }
+    const ingest = await run(['config', 'check', '--role', 'ingest']);
+    expect(ingest.code).toBe(1);
+    expect(ingest.output).toContain('ingest.tokens');
+    expect(ingest.output).not.toContain('service.api_key');
+
+    const { code, output } = await run(['config', 'check'], {
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+      INGEST_TOKENS: randomBytes(24).toString('base64'),
+      SERVICE_API_KEY: randomBytes(20).toString('hex'),
+    });
     expect(code).toBe(0);
-    expect(output).toContain('configuration is valid');
+    expect(output).toContain('configuration is valid for start');
+  });
+
+  it('config check and start refuse the same weak secrets', async () => {
+    const weak = {
+      CROSSWALK_KEY: Buffer.alloc(32).toString('base64'),
+      INGEST_TOKENS: 'a'.repeat(16),
+      SERVICE_API_KEY: randomBytes(20).toString('hex'),
+      WEBHOOK_URL: 'http://127.0.0.1:9/hook',
+      WEBHOOK_SECRET: `whsec_${Buffer.alloc(12).toString('base64')}`,
+    };
+    const check = await run(['config', 'check'], weak);
+    const start = await run(['start'], weak);
+    for (const result of [check, start]) {
+      expect(result.code).toBe(1);
+      for (const path of ['identity.crosswalk_key', 'ingest.tokens.0', 'delivery.webhook.secret']) {
+        expect(result.output).toContain(path);
+      }
+      expect(result.output).not.toContain('a'.repeat(16));
+    }
   });
 
   it('a configuration error stops start-up with every problem listed', async () => {
@@ -58,8 +92,8 @@ describe('start-up checks', () => {
 
   it('refuses to run without CROSSWALK_KEY, and ingest without INGEST_TOKENS', async () => {
     const noKey = await run(['start'], {
-      SERVICE_API_KEY: 'k',
-      INGEST_TOKENS: 'a-token-of-sixteen-chars',
+      SERVICE_API_KEY: randomBytes(20).toString('hex'),
+      INGEST_TOKENS: randomBytes(24).toString('base64'),
     });
     expect(noKey.code).toBe(1);
     expect(noKey.output).toMatch(/CROSSWALK_KEY is not set/);

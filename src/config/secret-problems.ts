@@ -1,0 +1,54 @@
+import type { ConfigProblem } from './config-error.ts';
+import type { Config } from './config-schema.ts';
+import {
+  checkCredential,
+  checkSecretKey,
+  checkToken,
+  checkWebhookSecret,
+} from './secret-strength.ts';
+
+/** The simulator's default key (`concordance-worker simulator`): fine locally, never issued by a real service. */
+const SIMULATOR_DEV_KEY = 'local-dev-key';
+
+/** The password of a `redis[s]://user:password@host` URL, decoded; undefined when there is none. */
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = new URL(url).password;
+    return password === '' ? undefined : decodeURIComponent(password);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Every secret that is set but too weak, by path (see `secret-strength.ts`). A secret that is not
+ * set is a matter for the role that needs it (`roleProblems`), not for this check.
+ */
+export function secretProblems(config: Config): ConfigProblem[] {
+  const problems: ConfigProblem[] = [];
+  const add = (path: string, messages: readonly string[]) => {
+    for (const message of messages) problems.push({ path, message });
+  };
+  const crosswalk = config.identity.crosswalk_key;
+  if (crosswalk !== undefined) {
+    add('identity.crosswalk_key', checkSecretKey('CROSSWALK_KEY', crosswalk));
+  }
+  const webhook = config.delivery.webhook.secret;
+  if (webhook !== undefined)
+    add('delivery.webhook.secret', checkWebhookSecret('WEBHOOK_SECRET', webhook));
+  config.ingest.tokens?.forEach((token, index) => {
+    add(`ingest.tokens.${index}`, checkToken(`INGEST_TOKENS (token ${index + 1})`, token));
+  });
+  const apiKey = config.service.api_key;
+  if (apiKey !== undefined) {
+    const samples = config.service.env === 'local' ? [] : [SIMULATOR_DEV_KEY];
+    add('service.api_key', checkCredential('SERVICE_API_KEY', apiKey, samples));
+  }
+  const redisPassword = passwordOf(config.redis.url);
+  if (redisPassword !== undefined) {
+    add('redis.url', checkCredential('the password in REDIS_URL', redisPassword));
+  }
+  const fhirToken = config.fhir.token;
+  if (fhirToken !== undefined) add('fhir.token', checkCredential('FHIR_TOKEN', fhirToken));
+  return problems;
+}
