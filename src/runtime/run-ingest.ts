@@ -11,6 +11,7 @@ import {
   queriesQueue,
   queryScheduler,
 } from './pipeline-context.ts';
+import { patientAdminFor } from './patient-admin-for.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { StartupError } from './startup-error.ts';
 
@@ -43,7 +44,9 @@ export async function runIngest(
     metrics: { registry: context.metrics },
   };
   const updates = ClinicalUpdates.fromDeps(deps);
-  const app = await buildIngestApp({ ...deps, updates });
+  // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
+  const { admin } = patientAdminFor({ config, redis, keys, logger, queue });
+  const app = await buildIngestApp({ ...deps, updates, admin });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })

@@ -9,6 +9,7 @@ import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
+import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
 import type { PresetStore } from '../../../../src/presets/preset-store.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
@@ -29,6 +30,8 @@ export interface HarnessOptions {
   defaultRegistry?: boolean;
   /** Where the app's and the queue's request connections point. @defaultValue the test Redis */
   redisUrl?: string;
+  /** `ADMIN_TOKENS`. @defaultValue none */
+  adminTokens?: string[];
 }
 
 export interface Harness {
@@ -44,6 +47,8 @@ export interface Harness {
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
+  /** The purge and opt-out the app serves (audit log included). */
+  admin: PatientAdmin;
   registry: Registry;
   /** Keys under the prefix that did not exist when the app was built (BullMQ writes some). */
   newKeys(): Promise<string[]>;
@@ -78,7 +83,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const env = await isolatedRedis();
   const tokens = options.tokens ?? [TOKEN, OTHER_TOKEN];
   const loaded = loadConfig({
-    env: { INGEST_TOKENS: tokens.join(','), REDIS_PREFIX: env.prefix, LOG_LEVEL: 'trace' },
+    env: {
+      INGEST_TOKENS: tokens.join(','),
+      ADMIN_TOKENS: (options.adminTokens ?? []).join(','),
+      REDIS_PREFIX: env.prefix,
+      LOG_LEVEL: 'trace',
+    },
   });
   const config: Config = {
     ...loaded,
@@ -104,7 +114,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   }
 
   const prefix = config.redis.prefix;
-  const { crosswalk, records, presets, queue, scheduler } = await ingestStack({
+  const { keys, crosswalk, records, presets, queue, scheduler } = await ingestStack({
     redis,
     queueConnection,
     prefix,
@@ -119,6 +129,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     destination: lineCollector(logLines),
   });
 
+  const admin = new PatientAdmin({ redis, prefix, keys, queue, logger });
   const app = await buildIngestApp({
     config,
     redis,
@@ -127,6 +138,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     presets,
     scheduler,
     logger,
+    admin,
     ...(options.defaultRegistry === true ? {} : { metrics: { registry } }),
   });
   await app.ready();
@@ -143,6 +155,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     crosswalk,
     records,
     presets,
+    admin,
     registry,
     logLines,
     async newKeys() {
