@@ -25,7 +25,8 @@ export interface PurgeResult {
    * `record` (0/1), `presets` (registered presets), `fhir_ids` (opaque FHIR references),
    * `query_states` and `change_states` (keys), `query_jobs` (queue jobs removed),
    * `queries_in_flight` (jobs a worker held: they end on their own), `queue_events` (queue event
-   * entries naming the patient's jobs), `crosswalk` (0/1), one count per eraser by its name.
+   * entries naming the patient's jobs), `idempotency` (remembered answers to its updates),
+   * `crosswalk` (0/1), one count per eraser by its name.
    */
   counts: Record<string, number>;
   /** `["crosswalk", "opt_out"]` for an opted-out patient (see {@link PatientPurge}), else `[]`. */
@@ -34,8 +35,8 @@ export interface PurgeResult {
 
 /**
  * Removes everything stored about a patient: record, presets, opaque FHIR ids, query state,
- * change-detection state, the patient's query jobs and their queue events, what the `erasers`
- * hold, and the crosswalk entry. Idempotent: a purge that stopped half-way (a crash) is completed
+ * change-detection state, the patient's query jobs and their queue events, the remembered answers
+ * to its updates, what the `erasers` hold, and the crosswalk entry. Idempotent: a purge that stopped half-way (a crash) is completed
  * by running it again, because the crosswalk entry, through which the patient is found, goes last.
  *
  * After a purge, a new update of the same local id is a new patient (a new patient_service_id,
@@ -82,7 +83,34 @@ export class PatientPurge {
     // A second pass: an update accepted while the first one ran may have stored something since.
     await this.#eraseStored(patientServiceId, add);
     add('queue_events', await this.#queryJobs.forgetEvents(patientServiceId));
+    add('idempotency', await this.#forgetAnswers(patientServiceId));
     return { patientServiceId, counts, kept: optedOut ? ['crosswalk', 'opt_out'] : [] };
+  }
+
+  /**
+   * Deletes the remembered answers to the patient's updates (`idem:*`, keyed by a digest of the
+   * event id, holding the 202 answer and so the service id; they would expire within
+   * `ingest.idempotency_ttl_s`). A resent update then counts as new, for the new patient it makes.
+   */
+  async #forgetAnswers(patientServiceId: string): Promise<number> {
+    const keys = await scanKeys(this.#redis, `${globLiteral(this.#prefix)}:idem:*`);
+    let deleted = 0;
+    for (let i = 0; i < keys.length; i += 500) {
+      const batch = keys.slice(i, i + 500);
+      const pipeline = this.#redis.pipeline();
+      for (const key of batch) pipeline.get(key);
+      const values = (await pipeline.exec()) ?? [];
+      // A value of another type (an error here) is judged by its key name alone.
+      const hits = batch.filter((key, j) => {
+        const value = values[j]?.[1];
+        return (
+          key.includes(patientServiceId) ||
+          (typeof value === 'string' && value.includes(patientServiceId))
+        );
+      });
+      if (hits.length > 0) deleted += await this.#redis.del(...hits);
+    }
+    return deleted;
   }
 
   /** Deletes the keys named after the service id; counts what they held. */

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChangeDetector } from '../../../src/delivery/change-detector.ts';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import type { AssembledPatient } from '../../../src/interface/assembled-patient.ts';
+import { IdempotencyStore } from '../../../src/ingest/idempotency-store.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { PatientAdmin } from '../../../src/privacy/patient-admin.ts';
 import type { PatientEraser } from '../../../src/privacy/patient-eraser.ts';
@@ -124,7 +125,7 @@ async function holdingWorker(): Promise<{ worker: Worker; release(): void }> {
 /**
  * Everything a patient accumulates: crosswalk entry, sealed record, two presets, an opaque FHIR
  * id, an open (delayed) query, its query state, change-detection state, a finished query job
- * whose result the queue keeps, and a key in the extra store.
+ * whose result the queue keeps, a remembered answer to an update, and a key in the extra store.
  */
 async function plant(localId: string, worker: Worker): Promise<string> {
   const { patientServiceId: psid } = await stack.crosswalk.resolve(localId);
@@ -145,6 +146,10 @@ async function plant(localId: string, worker: Worker): Promise<string> {
   );
   await finished;
   await env.redis.rpush(`${env.prefix}:extra:${psid}`, 'pending-event');
+  await new IdempotencyStore({ redis: env.redis, prefix: env.prefix }).remember(`evt-${localId}`, {
+    patient_service_id: psid,
+    status: 'accepted',
+  });
   return psid;
 }
 
@@ -176,6 +181,7 @@ describe('purge', () => {
         change_states: 1,
         extra_store: 1,
         crosswalk: 1,
+        idempotency: 1,
         queue_events: expect.any(Number),
       },
     });
