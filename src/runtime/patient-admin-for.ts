@@ -5,20 +5,34 @@ import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PatientAdmin } from '../privacy/patient-admin.ts';
 import type { PatientEraser } from '../privacy/patient-eraser.ts';
+import { QueueJobEraser } from '../privacy/queue-job-eraser.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 
 /**
- * The stores beyond the core ones that hold a patient's data and forget it on a purge. Pending
- * webhook events and dead letters plug in here (`WebhookDeliveryStore.purgePatient`).
+ * The stores beyond the core ones that hold a patient's data and forget it on a purge: result
+ * events waiting in the outbound queue (when it is on). Pending webhook events and dead letters
+ * plug in here too (`WebhookDeliveryStore.purgePatient`). `queues` are the queues opened for them.
  */
-export function patientErasers(_config: Config, _redis: Redis): PatientEraser[] {
-  return [];
+export function patientErasers(
+  config: Config,
+  redis: Redis,
+): { erasers: PatientEraser[]; queues: Queue[] } {
+  const prefix = config.redis.prefix;
+  const erasers: PatientEraser[] = [];
+  const queues: Queue[] = [];
+  const outbound = config.delivery.outbound_queue;
+  if (outbound.enabled) {
+    const queue = new Queue(outbound.name, { connection: redis, prefix });
+    queues.push(queue);
+    erasers.push(new QueueJobEraser('outbound_events', queue));
+  }
+  return { erasers, queues };
 }
 
 /**
  * Patient administration as the ingest process and the CLI build it: one place, so that both
- * purge exactly the same stores. `queue` is the query queue; without it one is opened on `redis`
- * (and `close()` closes it).
+ * purge exactly the same stores. `queue` is the query queue; without it one is opened on `redis`.
+ * `close()` closes what this opened.
  */
 export function patientAdminFor(options: {
   config: Config;
@@ -28,10 +42,11 @@ export function patientAdminFor(options: {
   queue?: Queue;
 }): { admin: PatientAdmin; close(): Promise<void> } {
   const { config, redis, keys, logger } = options;
-  const own = options.queue === undefined;
+  const { erasers, queues } = patientErasers(config, redis);
   const queue =
     options.queue ??
     new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix: config.redis.prefix });
+  if (options.queue === undefined) queues.push(queue);
   const admin = new PatientAdmin({
     redis,
     prefix: config.redis.prefix,
@@ -39,12 +54,12 @@ export function patientAdminFor(options: {
     queue,
     logger,
     auditMaxEntries: config.admin.audit.max_entries,
-    erasers: patientErasers(config, redis),
+    erasers,
   });
   return {
     admin,
     async close() {
-      if (own) await queue.close();
+      for (const opened of queues) await opened.close();
     },
   };
 }

@@ -45,7 +45,8 @@ export async function runIngest(
   };
   const updates = ClinicalUpdates.fromDeps(deps);
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
-  const { admin } = patientAdminFor({ config, redis, keys, logger, queue });
+  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queue });
+  const admin = patientAdmin.admin;
   const app = await buildIngestApp({ ...deps, updates, admin });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
@@ -58,6 +59,7 @@ export async function runIngest(
       await mllp?.close();
       await app.close();
       unwatch();
+      await patientAdmin.close();
       await queue.close();
       await redis.quit();
       logger.info('ingest stopped');

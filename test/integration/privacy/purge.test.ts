@@ -4,6 +4,7 @@ import { Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChangeDetector } from '../../../src/delivery/change-detector.ts';
+import { OutboundQueueChannel } from '../../../src/delivery/outbound-queue-channel.ts';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import type { AssembledPatient } from '../../../src/interface/assembled-patient.ts';
 import { IdempotencyStore } from '../../../src/ingest/idempotency-store.ts';
@@ -11,6 +12,7 @@ import { createLogger } from '../../../src/observability/logger.ts';
 import { PatientAdmin } from '../../../src/privacy/patient-admin.ts';
 import type { PatientEraser } from '../../../src/privacy/patient-eraser.ts';
 import { auditPatientRef } from '../../../src/privacy/patient-reference.ts';
+import { QueueJobEraser } from '../../../src/privacy/queue-job-eraser.ts';
 import { UnknownPatientError } from '../../../src/privacy/unknown-patient-error.ts';
 import { queryJobId } from '../../../src/queries/query-job.ts';
 import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
@@ -27,6 +29,7 @@ let stack: Awaited<ReturnType<typeof ingestStack>>;
 let admin: PatientAdmin;
 let logLines: string[];
 let detector: ChangeDetector;
+let outbound: OutboundQueueChannel;
 const closers: (() => Promise<unknown>)[] = [];
 
 /** A store of the test's own, plugged in as other stores are (webhook events, dead letters). */
@@ -46,6 +49,12 @@ beforeEach(async () => {
     reachable: true,
   });
   logLines = [];
+  outbound = new OutboundQueueChannel({
+    connection: env.redis,
+    prefix: env.prefix,
+    name: 'concordance-results',
+    retention: { count: 100, age_s: 3_600 },
+  });
   const logger = createLogger({
     name: 'test',
     destination: new Writable({
@@ -61,13 +70,14 @@ beforeEach(async () => {
     keys: stack.keys,
     queue: stack.queue,
     logger,
-    erasers: [extraStore()],
+    erasers: [extraStore(), new QueueJobEraser('outbound_events', outbound.queue)],
   });
   detector = new ChangeDetector({ redis: env.redis, prefix: env.prefix, ignoreFields: [] });
 });
 
 afterEach(async () => {
   for (const close of closers.splice(0)) await close();
+  await outbound.close();
   await stack.queue.close();
   await env.cleanup();
 });
@@ -125,7 +135,8 @@ async function holdingWorker(): Promise<{ worker: Worker; release(): void }> {
 /**
  * Everything a patient accumulates: crosswalk entry, sealed record, two presets, an opaque FHIR
  * id, an open (delayed) query, its query state, change-detection state, a finished query job
- * whose result the queue keeps, a remembered answer to an update, and a key in the extra store.
+ * whose result the queue keeps, a remembered answer to an update, a result event waiting in the
+ * outbound queue, and a key in the extra store.
  */
 async function plant(localId: string, worker: Worker): Promise<string> {
   const { patientServiceId: psid } = await stack.crosswalk.resolve(localId);
@@ -138,6 +149,7 @@ async function plant(localId: string, worker: Worker): Promise<string> {
     at: '2026-11-20T08:00:00Z',
   });
   await detector.check(resultEvent(psid));
+  await outbound.deliver(resultEvent(psid));
   const finished = once(worker, 'completed');
   await stack.queue.add(
     'query',
@@ -180,6 +192,7 @@ describe('purge', () => {
         query_states: 1,
         change_states: 1,
         extra_store: 1,
+        outbound_events: 1,
         crosswalk: 1,
         idempotency: 1,
         queue_events: expect.any(Number),
