@@ -24,7 +24,7 @@ export function patientErasers(
   if (outbound.enabled) {
     const queue = new Queue(outbound.name, { connection: redis, prefix });
     queues.push(queue);
-    erasers.push(new QueueJobEraser('outbound_events', queue));
+    erasers.push(new QueueJobEraser('outbound_events', queue, redis));
   }
   return { erasers, queues };
 }

@@ -70,7 +70,7 @@ beforeEach(async () => {
     keys: stack.keys,
     queue: stack.queue,
     logger,
-    erasers: [extraStore(), new QueueJobEraser('outbound_events', outbound.queue)],
+    erasers: [extraStore(), new QueueJobEraser('outbound_events', outbound.queue, env.redis)],
   });
   detector = new ChangeDetector({ redis: env.redis, prefix: env.prefix, ignoreFields: [] });
 });
