@@ -12,6 +12,7 @@ import {
   type QueryJobData,
 } from '../src/queries/query-job.ts';
 import { resultEvent, type OutcomeDetails } from '../src/queries/query-outcome.ts';
+import { PatientConsent } from '../src/privacy/patient-consent.ts';
 import { QueryDispatcher } from '../src/queries/query-dispatcher.ts';
 import type { QueryState, RemoteJob } from '../src/queries/query-state.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
@@ -112,6 +113,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     defaultJobOptions: queryJobOptions(config.queries),
   });
   const authPause = new AuthPause(queue, connection, prefix);
+  const consent = new PatientConsent({ redis: connection, prefix });
   // Due queries (written by ingest with their record) become jobs of this queue.
   const dispatcher = new QueryDispatcher({
     redis: connection,
@@ -262,6 +264,11 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         });
       }
       if (!(err instanceof ServiceError)) throw err;
+      if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
+        // Answered without creating a job: this attempt is over, and the queue is held.
+        await state.abandonSubmission(psid, data.ccsrCategory, data.seq);
+        return holdQueue(job, withVersion, token, err);
+      }
       if (!err.transient) {
         // 400, 404, 413, 415, or a 2xx without a readable job id: sending it again would not help
         // (and after a 2xx might leave a second remote job behind).
@@ -277,9 +284,6 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       }
       // This attempt is over (counted above if it may have reached the service).
       await state.abandonSubmission(psid, data.ccsrCategory, data.seq);
-      if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
-        return holdQueue(job, withVersion, token, err);
-      }
       const attempts = job.opts.attempts ?? 1;
       if (job.attemptsMade + 1 >= attempts) {
         return finish(job, withVersion, {
@@ -421,6 +425,13 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       }
       data = { ...data, step: 'submitting', triggers };
       await job.updateData(data);
+      if (await consent.isOptedOut(data.patientServiceId)) {
+        // Opted out after ingest opened the query: it is not sent.
+        return finish(job, data, {
+          outcome: 'rejected',
+          failure: { code: 'ERR_PATIENT_OPTED_OUT', message: 'the patient opted out' },
+        });
+      }
     }
     return data.step === 'submitting'
       ? submit(job, data, token, signal)

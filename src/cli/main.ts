@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { registerAuditCommand } from './commands/audit.ts';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerIngestCommands } from './commands/ingest.ts';
+import { registerPatientCommands } from './commands/patient.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerSimulatorCommand } from './commands/simulator.ts';
@@ -26,6 +28,8 @@ registerIngestCommands(program);
 registerWorkCommand(program);
 registerReplayCommand(program);
 registerStatusCommand(program);
+registerPatientCommands(program);
+registerAuditCommand(program);
 
 try {
   await program.parseAsync(process.argv);

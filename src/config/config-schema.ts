@@ -189,6 +189,15 @@ export const ConfigSchema = z.strictObject({
         }
       });
     }),
+  /** Patient administration: purge and opt-out routes, and their audit log. */
+  admin: z.strictObject({
+    /** Set only from the environment (`ADMIN_TOKENS`, comma-separated): the admin routes' tokens. */
+    tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+    audit: z.strictObject({
+      /** Entries the `${prefix}:audit` stream keeps (approximately; the oldest are trimmed). */
+      max_entries: z.int().min(1_000),
+    }),
+  }),
   queries: QueriesSchema,
   worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
   delivery: z.strictObject({

@@ -56,6 +56,7 @@ const ENV_PATHS: readonly [
   ['INGEST_PORT', ['ingest', 'port'], 'int'],
   ['INGEST_HOST', ['ingest', 'host'], 'string'],
   ['INGEST_TOKENS', ['ingest', 'tokens'], 'list'],
+  ['ADMIN_TOKENS', ['admin', 'tokens'], 'list'],
   ['MLLP_PORT', ['hl7v2', 'mllp', 'port'], 'int'],
   ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
@@ -80,6 +81,7 @@ const ENV_PATHS: readonly [
 const SECRETS: readonly (readonly [path: readonly string[], variable: string])[] = [
   [['service', 'api_key'], 'SERVICE_API_KEY'],
   [['ingest', 'tokens'], 'INGEST_TOKENS'],
+  [['admin', 'tokens'], 'ADMIN_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['fhir', 'token'], 'FHIR_TOKEN'],

@@ -30,6 +30,20 @@ describe('Crosswalk (real Redis)', () => {
     expect(await crosswalk.localIdOf(first.patientServiceId)).toBe('MRN-PLANTED-42');
   });
 
+  it('removes an entry (both keys); a later resolve makes a new service id', async () => {
+    const { patientServiceId } = await crosswalk.resolve('MRN-PLANTED-42');
+    const other = await crosswalk.resolve('MRN-OTHER');
+    expect(await crosswalk.remove('MRN-PLANTED-42')).toBe(patientServiceId);
+    expect(await crosswalk.find('MRN-PLANTED-42')).toBeUndefined();
+    expect(await crosswalk.localIdOf(patientServiceId)).toBeUndefined();
+    expect(await env.redis.keys(`${env.prefix}:xw*`)).toHaveLength(2);
+    expect(await crosswalk.remove('MRN-PLANTED-42')).toBeUndefined();
+    expect(await crosswalk.find('MRN-OTHER')).toBe(other.patientServiceId);
+    const again = await crosswalk.resolve('MRN-PLANTED-42');
+    expect(again.created).toBe(true);
+    expect(again.patientServiceId).not.toBe(patientServiceId);
+  });
+
   it('agrees on one service id when many callers resolve at once', async () => {
     const ids = await Promise.all(Array.from({ length: 20 }, () => crosswalk.resolve('MRN-RACE')));
     expect(new Set(ids.map((r) => r.patientServiceId)).size).toBe(1);

@@ -21,6 +21,13 @@ export interface CrosswalkPlan {
   sealedLocalId: string;
 }
 
+/** Deletes the entry if it still names the service id read before (else another change won). */
+const REMOVE = `
+if redis.call('HGET', KEYS[1], 'psid') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+return 1
+`;
+
 export interface CrosswalkOptions {
   redis: Redis;
   /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
@@ -84,6 +91,26 @@ export class Crosswalk {
   /** The service id of a local id already seen, without creating one. */
   async find(localId: string): Promise<string | undefined> {
     return (await this.#redis.hget(this.#forward(localId), 'psid')) ?? undefined;
+  }
+
+  /**
+   * Forgets a local id (a purge): its lookup entry and its sealed copy. Returns the service id it
+   * stood for, or undefined when the local id was not known. A later `resolve` of the same local
+   * id creates a new service id: to the service, a new patient.
+   */
+  async remove(localId: string): Promise<string | undefined> {
+    for (;;) {
+      const patientServiceId = await this.find(localId);
+      if (patientServiceId === undefined) return undefined;
+      const removed = await this.#redis.eval(
+        REMOVE,
+        2,
+        this.#forward(localId),
+        this.#reverse(patientServiceId),
+        patientServiceId,
+      );
+      if (removed === 1) return patientServiceId;
+    }
   }
 
   /** The local id behind a service id (for results handed back to the hospital). */

@@ -11,6 +11,7 @@ import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
 import type { Config } from '../config/config-schema.ts';
 import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PresetStore } from '../presets/preset-store.ts';
+import type { PatientAdmin } from '../privacy/patient-admin.ts';
 import type { UpdateCommitter } from './update-committer.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { handleClientError } from './client-error-handler.ts';
@@ -24,6 +25,7 @@ import { IngestMetrics } from './ingest-metrics.ts';
 import { fhirRoutes } from './fhir/fhir-routes.ts';
 import { hl7v2Routes } from './hl7v2/hl7v2-routes.ts';
 import { healthRoutes } from './routes/health-routes.ts';
+import { patientAdminRoutes } from './routes/patient-admin-routes.ts';
 import { presetRoutes } from './routes/preset-routes.ts';
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
@@ -50,6 +52,11 @@ export interface IngestDeps {
    * @defaultValue a fresh registry with prom-client's default process metrics
    */
   metrics?: { registry: Registry };
+  /**
+   * Purge and opt-out (`DELETE /v1/patients/{id}`, `PUT|DELETE …/opt-out`), for tokens of
+   * `config.admin.tokens` only. @defaultValue none: those routes are not served
+   */
+  admin?: PatientAdmin;
 }
 
 /**
@@ -99,7 +106,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
   app.setNotFoundHandler(() => {
     throw new NotFoundError('Not Found');
   });
-  installBearerAuth(app, config.ingest.tokens ?? []);
+  installBearerAuth(app, config.ingest.tokens ?? [], config.admin.tokens ?? []);
   installRequestLog(app);
 
   const tables = loadCcsrTables();
@@ -121,6 +128,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     rules,
     tables,
   });
+  if (deps.admin !== undefined) await app.register(patientAdminRoutes, { admin: deps.admin });
   // One instance for both clinical feeds (and the MLLP listener, which the runtime passes in).
   const updates = deps.updates ?? ClinicalUpdates.fromDeps(deps);
   await app.register(fhirRoutes, { ...deps, registry, updates });

@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import type { CrosswalkPlan } from '../identity/crosswalk.ts';
 import type { PresetStore } from '../presets/preset-store.ts';
+import { optOutKey } from '../privacy/patient-consent.ts';
 import { queryJobId, queryJobIdPrefix } from '../queries/query-job.ts';
 import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from '../queries/query-outbox.ts';
 import { MAX_TRIGGER_IDS } from '../queries/query-state.ts';
@@ -174,11 +175,6 @@ export interface UpdateCommitterOptions {
   retentionSeconds?: number;
   /** Counts each query opened or joined (`cw_queries_enqueued_total`). */
   onQuery?: (coalesced: boolean) => void;
-}
-
-/** The key under which a patient's opt-out is stored (set by the privacy commands). */
-export function optOutKey(prefix: string, patientServiceId: string): string {
-  return `${prefix}:optout:${patientServiceId}`;
 }
 
 /** Applies one message's changes in one Redis script: see {@link COMMIT}. */

@@ -1,3 +1,5 @@
+import type { Redis } from 'ioredis';
+
 /**
  * The due set of new queries: one Redis sorted set per prefix whose members name a query
  * (`<patient_service_id>|<ccsr_category>|<seq>`) and whose scores are the times (epoch ms) they
@@ -36,6 +38,38 @@ export function parseOutboxMember(member: string): DueQuery | undefined {
     return undefined;
   }
   return { patientServiceId, ccsrCategory, seq: n };
+}
+
+/** The glob pattern that matches exactly `text` (for SCAN/ZSCAN MATCH). */
+function globLiteral(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+/**
+ * Removes a patient's queries from the due set (a purge, an opt-out): they never become jobs.
+ * Returns how many were removed.
+ */
+export async function removeDueQueriesOf(
+  redis: Redis,
+  prefix: string,
+  patientServiceId: string,
+): Promise<number> {
+  const key = queryOutboxKey(prefix);
+  const members: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, flat] = await redis.zscan(
+      key,
+      cursor,
+      'MATCH',
+      `${globLiteral(patientServiceId)}|*`,
+      'COUNT',
+      500,
+    );
+    cursor = next;
+    for (let i = 0; i < flat.length; i += 2) members.push(flat[i] as string);
+  } while (cursor !== '0');
+  return members.length === 0 ? 0 : redis.zrem(key, ...members);
 }
 
 /**

@@ -7,6 +7,7 @@ import { PresetStore } from '../presets/preset-store.ts';
 import { requestConnection } from '../queues/redis-connections.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
+import { patientAdminFor } from './patient-admin-for.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { assertRoleConfig } from './role-problems.ts';
 
@@ -42,7 +43,10 @@ export async function runIngest(
     metrics: { registry: context.metrics },
   };
   const updates = ClinicalUpdates.fromDeps(deps);
-  const app = await buildIngestApp({ ...deps, updates });
+  // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
+  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queue });
+  const admin = patientAdmin.admin;
+  const app = await buildIngestApp({ ...deps, updates, admin });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })
@@ -54,6 +58,7 @@ export async function runIngest(
       await mllp?.close();
       await app.close();
       unwatch();
+      await patientAdmin.close();
       await queue.close();
       await redis.quit();
       logger.info('ingest stopped');

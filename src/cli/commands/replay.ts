@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
 import type { DeadLetter } from '../../delivery/dead-letter.ts';
 import { DeadLetterStore } from '../../delivery/dead-letter-store.ts';
 import { replayDeadLetters } from '../../delivery/replay-dead-letters.ts';
 import { WebhookChannel } from '../../delivery/webhook-channel.ts';
+import { createLogger } from '../../observability/logger.ts';
+import { cliActor } from '../../privacy/audit-actor.ts';
+import { AuditLog } from '../../privacy/audit-log.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 
 interface ReplayOptions {
@@ -61,6 +65,24 @@ export function registerReplayCommand(program: Command): void {
           process.stdout.write(
             `${event.id}  ${event.ccsr_category}  ${event.created_at}  ${lastError(letter)}${note}\n`,
           );
+        }
+        if (options.dryRun !== true) {
+          // A replay sends patient data again: it is audited (who, when, how many; no patient).
+          const logger = createLogger({ name: 'cli', level: config.log.level });
+          await new AuditLog({
+            redis,
+            prefix,
+            maxEntries: config.admin.audit.max_entries,
+            logger,
+          }).append({
+            action: 'replay',
+            actor: cliActor(),
+            at: new Date().toISOString(),
+            outcome: 'done',
+            counts: { dead_letters: replayed.length },
+            request_id: randomUUID(),
+          });
+          logger.flush();
         }
         process.stdout.write(
           options.dryRun === true

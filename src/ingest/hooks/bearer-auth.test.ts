@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bearerTokenMatcher, bearerTokenOf } from './bearer-auth.ts';
+import { bearerTokenIndex, bearerTokenMatcher, bearerTokenOf } from './bearer-auth.ts';
 
 describe('bearerTokenOf', () => {
   it('takes the token of a Bearer header, whatever the scheme’s case', () => {
@@ -28,5 +28,15 @@ describe('bearerTokenMatcher', () => {
 
   it('accepts nothing when no token is configured', () => {
     expect(bearerTokenMatcher([])('anything-at-all-123')).toBe(false);
+  });
+});
+
+describe('bearerTokenIndex', () => {
+  it('answers the position of the matching token, -1 for none', () => {
+    const indexOf = bearerTokenIndex(['admin-one-0123456789', 'admin-two-0123456789']);
+    expect(indexOf('admin-one-0123456789')).toBe(0);
+    expect(indexOf('admin-two-0123456789')).toBe(1);
+    expect(indexOf('admin-two-012345678')).toBe(-1);
+    expect(bearerTokenIndex([])('admin-one-0123456789')).toBe(-1);
   });
 });

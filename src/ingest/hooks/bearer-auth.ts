@@ -1,11 +1,19 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { tokenActor } from '../../privacy/audit-actor.ts';
+import { ForbiddenError } from '../errors/forbidden-error.ts';
 import { UnauthorizedError } from '../errors/unauthorized-error.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The route answers without a bearer token (health, readiness, metrics). */
     public?: boolean;
+    /** The route administers patient data: only a token of `ADMIN_TOKENS` is accepted. */
+    admin?: boolean;
+  }
+  interface FastifyRequest {
+    /** On admin routes: who asked (`admin-token#N`), for the audit log. Never the token. */
+    adminActor?: string;
   }
 }
 
@@ -26,6 +34,22 @@ export function bearerTokenMatcher(tokens: readonly string[]): (candidate: strin
   };
 }
 
+/**
+ * Like {@link bearerTokenMatcher}, but answers the matching token's position in `tokens` (-1 for
+ * none), still comparing every token.
+ */
+export function bearerTokenIndex(tokens: readonly string[]): (candidate: string) => number {
+  const accepted = tokens.map(digest);
+  return (candidate) => {
+    const presented = digest(candidate);
+    let index = -1;
+    accepted.forEach((token, i) => {
+      if (timingSafeEqual(presented, token) && index === -1) index = i;
+    });
+    return index;
+  };
+}
+
 /** `Authorization: Bearer <token>` → the token; anything else → undefined. */
 export function bearerTokenOf(header: string | undefined): string | undefined {
   const match = /^Bearer[ ]+(\S+)[ ]*$/i.exec(header ?? '');
@@ -37,14 +61,36 @@ export function bearerTokenOf(header: string | undefined): string | undefined {
  * included (so that a caller without a token learns nothing about which routes exist). Runs as the
  * first onRequest hook: no body is read before the caller is known. With no tokens configured,
  * every protected route answers 401.
+ *
+ * Routes marked `config.admin` (purge, opt-out) take only `adminTokens` (`ADMIN_TOKENS`), and an
+ * ingest token there is answered 403: the integration engine's token cannot erase patients. An
+ * admin token is no ingest token either (401 on the other routes). The admin token's position is
+ * put on `request.adminActor` for the audit log.
  */
-export function installBearerAuth(app: FastifyInstance, tokens: readonly string[]): void {
+export function installBearerAuth(
+  app: FastifyInstance,
+  tokens: readonly string[],
+  adminTokens: readonly string[] = [],
+): void {
   const isAccepted = bearerTokenMatcher(tokens);
+  const adminIndex = bearerTokenIndex(adminTokens);
   app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config.public === true) return;
+    const config = request.routeOptions.config;
+    if (config.public === true) return;
     const token = bearerTokenOf(request.headers.authorization);
     if (token === undefined) {
       throw new UnauthorizedError('missing bearer token: send Authorization: Bearer <token>');
+    }
+    if (config.admin === true) {
+      const index = adminIndex(token);
+      if (index !== -1) {
+        request.adminActor = tokenActor(index);
+        return;
+      }
+      if (isAccepted(token)) {
+        throw new ForbiddenError('this token may not administer patients: use one of ADMIN_TOKENS');
+      }
+      throw new UnauthorizedError('invalid bearer token');
     }
     if (!isAccepted(token)) throw new UnauthorizedError('invalid bearer token');
   });

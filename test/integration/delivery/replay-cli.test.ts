@@ -77,6 +77,17 @@ describe('concordance-worker replay', () => {
       ...a1,
       changed: true,
     });
+    // Every replay but the dry run is in the audit log, with its count and no patient.
+    const audit = await f.redis.xrange(`${f.prefix}:audit`, '-', '+');
+    const entries = audit.map(([, fields]) => JSON.parse(fields[1] ?? '{}'));
+    expect(entries.map((e) => [e.action, e.counts.dead_letters])).toEqual([
+      ['replay', 2],
+      ['replay', 1],
+      ['replay', 1],
+      ['replay', 0],
+    ]);
+    expect(entries.every((e) => e.patient_ref === undefined && /^cli:/.test(e.actor))).toBe(true);
+
     // The hospital's patient id went to the webhook, never to the command's output or logs.
     expect(cliOutput.length).toBeGreaterThan(0);
     expect(cliOutput.filter((line) => line.includes('MRN-REPLAY-PLANTED'))).toEqual([]);

@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { Queue } from 'bullmq';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -8,7 +9,9 @@ import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
+import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
 import type { PresetStore } from '../../../../src/presets/preset-store.ts';
+import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
@@ -28,6 +31,8 @@ export interface HarnessOptions {
   defaultRegistry?: boolean;
   /** Where the app's and the queue's request connections point. @defaultValue the test Redis */
   redisUrl?: string;
+  /** `ADMIN_TOKENS`. @defaultValue none */
+  adminTokens?: string[];
 }
 
 export interface Harness {
@@ -41,6 +46,8 @@ export interface Harness {
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
+  /** The purge and opt-out the app serves (audit log included). */
+  admin: PatientAdmin;
   registry: Registry;
   /** The due set: the queries ingest opened, soonest first. */
   due(): Promise<DueEntry[]>;
@@ -77,7 +84,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const env = await isolatedRedis();
   const tokens = options.tokens ?? [TOKEN, OTHER_TOKEN];
   const loaded = loadConfig({
-    env: { INGEST_TOKENS: tokens.join(','), REDIS_PREFIX: env.prefix, LOG_LEVEL: 'trace' },
+    env: {
+      INGEST_TOKENS: tokens.join(','),
+      ADMIN_TOKENS: (options.adminTokens ?? []).join(','),
+      REDIS_PREFIX: env.prefix,
+      LOG_LEVEL: 'trace',
+    },
   });
   const config: Config = {
     ...loaded,
@@ -100,7 +112,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const prefix = config.redis.prefix;
   const registry = new Registry();
-  const { crosswalk, records, presets, committer } = ingestStack({
+  const { keys, crosswalk, records, presets, committer } = ingestStack({
     redis,
     prefix,
     debounceMs: config.queries.debounce_ms,
@@ -113,6 +125,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     destination: lineCollector(logLines),
   });
 
+  // The query queue, as the purge sees it (the workers' jobs of the patient are removed).
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
+  queue.on('error', ignore);
+  const admin = new PatientAdmin({ redis, prefix, keys, queue, logger });
   const app = await buildIngestApp({
     config,
     redis,
@@ -121,6 +137,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     presets,
     committer,
     logger,
+    admin,
     ...(options.defaultRegistry === true ? {} : { metrics: { registry } }),
   });
   await app.ready();
@@ -135,6 +152,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     crosswalk,
     records,
     presets,
+    admin,
     registry,
     logLines,
     due: () => dueQueries(env.redis, prefix),
@@ -144,6 +162,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async close() {
       await app.close();
       redis.disconnect();
+      await queue.close().catch(ignore);
       await env.cleanup();
     },
   };

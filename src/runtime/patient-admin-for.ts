@@ -1,0 +1,65 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config/config-schema.ts';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import type { Logger } from '../observability/logger.ts';
+import { PatientAdmin } from '../privacy/patient-admin.ts';
+import type { PatientEraser } from '../privacy/patient-eraser.ts';
+import { QueueJobEraser } from '../privacy/queue-job-eraser.ts';
+import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
+
+/**
+ * The stores beyond the core ones that hold a patient's data and forget it on a purge: result
+ * events waiting in the outbound queue (when it is on). Pending webhook events and dead letters
+ * plug in here too (`WebhookDeliveryStore.purgePatient`). `queues` are the queues opened for them.
+ */
+export function patientErasers(
+  config: Config,
+  redis: Redis,
+): { erasers: PatientEraser[]; queues: Queue[] } {
+  const prefix = config.redis.prefix;
+  const erasers: PatientEraser[] = [];
+  const queues: Queue[] = [];
+  const outbound = config.delivery.outbound_queue;
+  if (outbound.enabled) {
+    const queue = new Queue(outbound.name, { connection: redis, prefix });
+    queues.push(queue);
+    erasers.push(new QueueJobEraser('outbound_events', queue, redis));
+  }
+  return { erasers, queues };
+}
+
+/**
+ * Patient administration as the ingest process and the CLI build it: one place, so that both
+ * purge exactly the same stores. `queue` is the query queue; without it one is opened on `redis`.
+ * `close()` closes what this opened.
+ */
+export function patientAdminFor(options: {
+  config: Config;
+  redis: Redis;
+  keys: CrosswalkKeys;
+  logger: Logger;
+  queue?: Queue;
+}): { admin: PatientAdmin; close(): Promise<void> } {
+  const { config, redis, keys, logger } = options;
+  const { erasers, queues } = patientErasers(config, redis);
+  const queue =
+    options.queue ??
+    new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix: config.redis.prefix });
+  if (options.queue === undefined) queues.push(queue);
+  const admin = new PatientAdmin({
+    redis,
+    prefix: config.redis.prefix,
+    keys,
+    queue,
+    logger,
+    auditMaxEntries: config.admin.audit.max_entries,
+    erasers,
+  });
+  return {
+    admin,
+    async close() {
+      for (const opened of queues) await opened.close();
+    },
+  };
+}
