@@ -101,7 +101,11 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
     const config: Config = {
       ...loaded,
       queries: base.queries,
-      presets: { ...loaded.presets, rules: [{ ccsr_category: 'END002' }] },
+      // One query per patient, whatever the feed: a rule, not the problem list.
+      presets: {
+        rules: [{ ccsr_category: 'END002' }],
+        from_problem_list: { ...loaded.presets.from_problem_list, enabled: false },
+      },
     };
     const connection = requestConnection(testRedisUrl(), 'faulty-ingest');
     connection.on('error', () => undefined);

@@ -128,6 +128,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   // The query queue, as the purge sees it (the workers' jobs of the patient are removed).
   const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
   queue.on('error', ignore);
+  if (options.redisUrl === undefined) await queue.waitUntilReady();
   const admin = new PatientAdmin({ redis, prefix, keys, queue, logger });
   const app = await buildIngestApp({
     config,
