@@ -62,6 +62,8 @@ const ENV_PATHS: readonly [
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
+  ['REDIS_COMMAND_TIMEOUT_MS', ['redis', 'command_timeout_ms'], 'int'],
+  ['SHUTDOWN_GRACE_MS', ['shutdown', 'grace_ms'], 'int'],
 ];
 
 /** Values only the environment may set: a file that holds one is refused. */

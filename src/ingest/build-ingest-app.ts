@@ -19,6 +19,7 @@ import { createErrorHandler } from './error-handler.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { NotFoundError } from './errors/not-found-error.ts';
 import { installBearerAuth } from './hooks/bearer-auth.ts';
+import { installReadinessGate } from './hooks/readiness-gate.ts';
 import { installRequestLog } from './hooks/request-log.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
@@ -55,6 +56,12 @@ export interface IngestDeps {
    * @defaultValue a fresh registry with prom-client's default process metrics
    */
   metrics?: { registry: Registry };
+  /**
+   * False until the process can serve (Redis reached, queue set up): every route but `/healthz`
+   * and `/metrics` answers 503 until then (see `installReadinessGate`).
+   * @defaultValue always ready
+   */
+  isReady?: () => boolean;
 }
 
 /**
@@ -105,6 +112,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     throw new NotFoundError('Not Found');
   });
   installBearerAuth(app, config.ingest.tokens ?? []);
+  if (deps.isReady !== undefined) installReadinessGate(app, deps.isReady);
   installRequestLog(app);
 
   const tables = loadCcsrTables();

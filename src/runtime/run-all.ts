@@ -16,6 +16,7 @@ export async function runAll(config: Config, logger: Logger): Promise<RunningPro
     const ingest = await runIngest(config, logger.child({ role: 'ingest' }), { registry });
     return {
       url: ingest.url,
+      ready: Promise.all([worker.ready, ingest.ready]).then(() => undefined),
       async close() {
         await ingest.close();
         await worker.close();

@@ -12,9 +12,16 @@ import {
   queryScheduler,
 } from './pipeline-context.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
+import { settlesWithin } from './close-worker.ts';
+import { RedisOutageLog } from './redis-outage-log.ts';
 import { StartupError } from './startup-error.ts';
 
-/** `concordance-worker ingest`: the HTTP API that accepts record updates and presets. */
+/**
+ * `concordance-worker ingest`: the HTTP API that accepts record updates and presets, and the MLLP
+ * listener. Both ports open at once, before Redis answers: until the queue is set up the routes
+ * answer 503 (`/readyz` too) and MLLP messages get the transient reply, so that senders keep their
+ * messages and resend them.
+ */
 export async function runIngest(
   config: Config,
   logger: Logger,
@@ -26,12 +33,15 @@ export async function runIngest(
     );
   }
   const keys = crosswalkKeysFrom(config);
-  const redis = requestConnection(config.redis.url, 'cw-ingest');
+  const redis = requestConnection(config.redis.url, 'cw-ingest', {
+    commandTimeoutMs: config.redis.command_timeout_ms,
+  });
+  const outages = new RedisOutageLog({ logger }).watch(redis);
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const queue = queriesQueue(context, redis);
+  outages.listen(queue.name, queue);
   const unwatch = context.pipelineMetrics.watchQueues(queue);
-  // A request connection refuses commands until it is ready: serve only after that.
-  await queue.waitUntilReady();
+  let serving = false;
   const deps = {
     config,
     redis,
@@ -43,20 +53,29 @@ export async function runIngest(
     metrics: { registry: context.metrics },
   };
   const updates = ClinicalUpdates.fromDeps(deps);
-  const app = await buildIngestApp({ ...deps, updates });
+  const app = await buildIngestApp({ ...deps, updates, isReady: () => serving });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })
     : undefined;
   logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
+  // The queue's connection set-up waits for Redis, however long it is away.
+  const ready = queue.waitUntilReady().then(() => {
+    serving = true;
+    logger.info({ url }, 'ingest ready');
+  });
+  ready.catch(() => undefined);
   return {
     url,
+    ready,
     async close() {
       await mllp?.close();
       await app.close();
       unwatch();
-      await queue.close();
-      await redis.quit();
+      outages.stop();
+      await settlesWithin(queue.close(), 2_000);
+      if (redis.status === 'ready') await settlesWithin(redis.quit(), 2_000);
+      redis.disconnect();
       logger.info('ingest stopped');
     },
   };
