@@ -47,7 +47,7 @@ export interface RedisOutageLogOptions {
    * hung Redis (which raises no error on a connection that waits) is noticed too.
    */
   probe?: () => Promise<boolean>;
-  /** @defaultValue 5000 */
+  /** @defaultValue 2000 */
   heartbeatMs?: number;
 }
 
@@ -64,7 +64,7 @@ export class RedisOutageLog {
   #down = false;
   #stopped = false;
 
-  constructor({ logger, probe, heartbeatMs = 5_000 }: RedisOutageLogOptions) {
+  constructor({ logger, probe, heartbeatMs = 2_000 }: RedisOutageLogOptions) {
     this.#logger = logger;
     if (probe !== undefined) {
       this.#timer = setInterval(() => {

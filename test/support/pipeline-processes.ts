@@ -43,6 +43,10 @@ export async function startPipelineProcesses(options: {
   token: string;
   configLines: string[];
   latency?: string;
+  /** Where `start` finds Redis (e.g. a TcpProxy in front of it). @defaultValue the test Redis */
+  redisUrl?: string;
+  /** More environment for `start`. */
+  env?: Record<string, string>;
 }): Promise<PipelineProcesses> {
   const { apiKey, token } = options;
   const redis = await isolatedRedis();
@@ -55,7 +59,7 @@ export async function startPipelineProcesses(options: {
   const config = join(mkdtempSync(join(tmpdir(), 'cw-processes-')), 'config.yaml');
   writeFileSync(config, options.configLines.join('\n'));
   const start = new CliProcess(['--config', config, 'start'], {
-    REDIS_URL: testRedisUrl(),
+    REDIS_URL: options.redisUrl ?? testRedisUrl(),
     REDIS_PREFIX: redis.prefix,
     SERVICE_BASE_URL: simulatorUrl,
     SERVICE_API_KEY: apiKey,
@@ -66,6 +70,7 @@ export async function startPipelineProcesses(options: {
     MLLP_PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'trace',
+    ...options.env,
   });
   const listening = JSON.parse(await start.waitForLine('ingest listening')) as {
     url: string;

@@ -63,4 +63,17 @@ describe('TcpProxy', () => {
     // The first client reconnects on its own.
     expect(await redis.ping()).toBe('PONG');
   });
+
+  it('in reset mode accepts, resets and counts every connection attempt', async () => {
+    const proxy = await TcpProxy.start(testRedisUrl());
+    open.push({ quit: () => proxy.close() });
+    await proxy.reset();
+    const before = proxy.accepted;
+    const socket = createConnection({ host: '127.0.0.1', port: proxy.port });
+    const [err] = (await once(socket, 'error')) as [NodeJS.ErrnoException];
+    expect(err.code).toBe('ECONNRESET');
+    expect(proxy.accepted).toBe(before + 1);
+    await proxy.forward();
+    expect(await client(proxy).ping()).toBe('PONG');
+  });
 });

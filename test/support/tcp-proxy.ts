@@ -15,8 +15,10 @@ import {
  * - `hang`: connections are accepted but nothing is relayed in either direction (reads stop, so
  *   bytes wait in the kernel's buffers, as with a `SIGSTOP`ped Redis or a firewall that drops
  *   packets): Redis is hung. Back in `forward`, what waited is relayed, in order.
+ * - `reset`: every connection is accepted and reset at once (a load balancer without a backend);
+ *   unlike `refuse`, each attempt is counted in {@link TcpProxy.accepted}.
  */
-export type ProxyMode = 'forward' | 'refuse' | 'hang';
+export type ProxyMode = 'forward' | 'refuse' | 'hang' | 'reset';
 
 interface Pair {
   client: Socket;
@@ -35,6 +37,7 @@ export class TcpProxy {
   #server: Server | undefined;
   #port = 0;
   #mode: ProxyMode = 'forward';
+  #accepted = 0;
 
   private constructor(target: { host: string; port: number }) {
     this.#target = target;
@@ -58,6 +61,11 @@ export class TcpProxy {
   /** `redis://127.0.0.1:<port>`: the target's URL as the process under test should use it. */
   get redisUrl(): string {
     return `redis://127.0.0.1:${this.#port}`;
+  }
+
+  /** Connections accepted since the start, in any mode (connection attempts, for `reset`). */
+  get accepted(): number {
+    return this.#accepted;
   }
 
   /** Connections currently held (relayed or waiting). */
@@ -91,6 +99,13 @@ export class TcpProxy {
     }
   }
 
+  /** Accepts and resets every connection (open ones too) until another mode is set. */
+  async reset(): Promise<void> {
+    this.#mode = 'reset';
+    if (this.#server === undefined) await this.#listen(this.#port);
+    this.resetConnections();
+  }
+
   /** Resets every open connection (whatever the mode), as a restarted Redis would. */
   resetConnections(): void {
     for (const pair of this.#pairs) this.#drop(pair);
@@ -114,6 +129,12 @@ export class TcpProxy {
   }
 
   #accept(client: Socket): void {
+    this.#accepted += 1;
+    if (this.#mode === 'reset') {
+      client.on('error', () => undefined);
+      client.resetAndDestroy();
+      return;
+    }
     const pair: Pair = { client, upstream: undefined };
     this.#pairs.add(pair);
     client.on('error', () => this.#drop(pair));
