@@ -75,10 +75,20 @@ describe('start: Redis absent at start-up, then hung', () => {
     expect(await status(`${workUrl}/healthz`)).toBe(200);
     expect(await status(`${ingestUrl}/readyz`)).toBe(503);
     expect(await status(`${workUrl}/readyz`)).toBe(503);
+    let t0 = Date.now();
     const refused = await post('MRN-OUTAGE-0');
+    const refusedMs = Date.now() - t0;
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('5');
+    t0 = Date.now();
     expect(await mllpAnswer()).toEqual([]);
+    console.log(
+      JSON.stringify({
+        figure: 'refused redis',
+        http_503_ms: refusedMs,
+        mllp_close_ms: Date.now() - t0,
+      }),
+    );
 
     // Many reconnect attempts, still one log line per role.
     await proxy.reset();
@@ -101,7 +111,7 @@ describe('start: Redis absent at start-up, then hung', () => {
 
     // Redis hangs: the ingest answers 503 (MLLP: no ACK) instead of waiting for it.
     await proxy.hang();
-    let t0 = Date.now();
+    t0 = Date.now();
     const hung = await post('MRN-OUTAGE-2');
     const httpMs = Date.now() - t0;
     expect(hung.status).toBe(503);
@@ -125,6 +135,16 @@ describe('start: Redis absent at start-up, then hung', () => {
       { timeoutMs: 60_000 },
     );
 
+    // Each role has logged Redis back (the worker's heartbeat may see the hang end a PING later).
+    const changesOf = (role: string) =>
+      lines()
+        .filter((l) => l.role === role && /^redis (unreachable|reachable again)/.test(l.msg))
+        .map((l) => (l.msg.startsWith('redis unreachable') ? 'lost' : 'back'));
+    await eventually(
+      async () => ['ingest', 'work'].map((role) => changesOf(role).at(-1)),
+      (last) => last.every((state) => state === 'back'),
+    );
+
     expect(await start.stop('SIGTERM')).toBe(0);
     const log = lines();
     const stopped = log.find((l) => l.msg === 'stopped');
@@ -135,9 +155,7 @@ describe('start: Redis absent at start-up, then hung', () => {
     // Nothing but JSON lines (JSON.parse above would have thrown), and for each role the Redis
     // state changes alternate lost/back, starting lost and ending back.
     for (const role of ['ingest', 'work']) {
-      const changes = log
-        .filter((l) => l.role === role && /^redis (unreachable|reachable again)/.test(l.msg))
-        .map((l) => (l.msg.startsWith('redis unreachable') ? 'lost' : 'back'));
+      const changes = changesOf(role);
       expect(changes.length).toBeGreaterThanOrEqual(2);
       expect(changes.every((c, i) => c === (i % 2 === 0 ? 'lost' : 'back'))).toBe(true);
       expect(changes.at(-1)).toBe('back');
