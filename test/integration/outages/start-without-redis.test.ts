@@ -166,4 +166,21 @@ describe('start: Redis absent at start-up, then hung', () => {
     ).toHaveLength(2);
     expect(log.filter((l) => l.msg === 'queue error')).toEqual([]);
   }, 120_000);
+
+  it('stops cleanly (exit 0) on SIGTERM while Redis never answered', async () => {
+    proxy = await TcpProxy.start(testRedisUrl());
+    await proxy.refuse();
+    p = await startPipelineProcesses({
+      apiKey: API_KEY,
+      token: TOKEN,
+      redisUrl: proxy.redisUrl,
+      configLines: ['presets: { rules: [{ ccsr_category: END002 }] }'],
+    });
+    await p.start.waitForLine('health server listening');
+    await p.start.waitForLine('redis unreachable');
+    expect(await p.start.stop('SIGTERM')).toBe(0);
+    const log = p.start.lines.map((l) => JSON.parse(l) as LogLine);
+    expect(log.find((l) => l.msg === 'stopped')).toBeDefined();
+    expect(log.some((l) => l.msg === 'workers started')).toBe(false);
+  }, 60_000);
 });
