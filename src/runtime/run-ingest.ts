@@ -73,8 +73,8 @@ export async function runIngest(
       await app.close();
       unwatch();
       outages.stop();
-      await settlesWithin(queue.close(), 2_000);
-      if (redis.status === 'ready') await settlesWithin(redis.quit(), 2_000);
+      await settlesWithin(queue.close(), 1_000);
+      if (redis.status === 'ready') await settlesWithin(redis.quit(), 1_000);
       redis.disconnect();
       logger.info('ingest stopped');
     },

@@ -179,11 +179,11 @@ export async function runWorker(
       await health.close();
       unwatch();
       await registry.close();
-      await settlesWithin(delivery.close(), CLOSE_RESERVE_MS / 2);
+      await settlesWithin(delivery.close(), CLOSE_RESERVE_MS / 4);
       outages.stop();
       // While Redis is away, quit() would wait for it: the connection is dropped instead.
       if (redis.status === 'ready') {
-        await settlesWithin(redis.quit(), CLOSE_RESERVE_MS / 2);
+        await settlesWithin(redis.quit(), CLOSE_RESERVE_MS / 4);
       }
       redis.disconnect();
       logger.info('workers stopped');

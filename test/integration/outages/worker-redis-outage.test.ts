@@ -82,34 +82,44 @@ describe('a worker process whose Redis goes away', () => {
     }, 120_000);
   }
 
-  it('SIGTERM while Redis is still away: exits 0 within the grace period; the work is done later', async () => {
-    const { work, harness, proxy } = await startWork(6_000);
-    await proxy.refuse();
-    await work.waitForLine('redis unreachable');
-    await harness.update('MRN-OUT-3', ['END002'], sampleRecord('out-3'), 'ev-3');
-    const t0 = Date.now();
-    expect(await work.stop('SIGTERM')).toBe(0);
-    console.log(
-      JSON.stringify({
-        figure: 'worker shutdown during a refused redis (grace 6000 ms)',
-        sigterm_to_exit_ms: Date.now() - t0,
-      }),
-    );
-    // The worker could not wait for Redis: it closed without waiting (its jobs come back).
-    expect(parsed(work).filter((l) => l.outcome === 'forced')).toEqual([
-      expect.objectContaining({ queue: 'concordance-queries' }),
-    ]);
+  for (const mode of ['refuse', 'hang'] as const) {
+    it(`${mode}: SIGTERM while Redis is still away exits 0 within the grace period; the work is done later`, async () => {
+      const { work, harness, proxy } = await startWork(6_000);
+      await (mode === 'refuse' ? proxy.refuse() : proxy.hang());
+      await work.waitForLine('redis unreachable');
+      await harness.update('MRN-OUT-3', ['END002'], sampleRecord('out-3'), 'ev-3');
+      const t0 = Date.now();
+      expect(await work.stop('SIGTERM')).toBe(0);
+      const log = parsed(work);
+      console.log(
+        JSON.stringify({
+          figure: `worker shutdown during redis: ${mode} (grace 6000 ms)`,
+          sigterm_to_exit_ms: Date.now() - t0,
+          outcomes: log.flatMap((l) => (l.outcome === undefined ? [] : [l.outcome])),
+        }),
+      );
+      expect(log.find((l) => l.msg === 'stopped')).toBeDefined();
+      if (mode === 'refuse') {
+        // The worker could not wait for Redis: it closed without waiting (its jobs come back).
+        expect(log.filter((l) => l.outcome === 'forced')).toEqual([
+          expect.objectContaining({ queue: 'concordance-queries' }),
+        ]);
+      }
 
-    await proxy.forward();
-    const next = new CliProcess(['work'], { ...harness.processEnv(), REDIS_URL: proxy.redisUrl });
-    processes.push(next);
-    await eventually(
-      () => harness.delivered(),
-      (d) => d.length === 2,
-      { timeoutMs: 60_000 },
-    );
-    expect(await next.stop('SIGTERM')).toBe(0);
-  }, 120_000);
+      await proxy.forward();
+      const next = new CliProcess(['work'], {
+        ...harness.processEnv(),
+        REDIS_URL: proxy.redisUrl,
+      });
+      processes.push(next);
+      await eventually(
+        () => harness.delivered(),
+        (d) => d.length === 2,
+        { timeoutMs: 60_000 },
+      );
+      expect(await next.stop('SIGTERM')).toBe(0);
+    }, 120_000);
+  }
 
   it('SIGTERM just after Redis came back (connections still reconnecting): closes gracefully, exits 0', async () => {
     const { work, proxy } = await startWork(25_000);
