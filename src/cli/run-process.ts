@@ -20,6 +20,7 @@ export async function runProcess(
   const logger = createLogger({ level: config.log.level, name: role });
   const running = await start(config, logger);
   const graceMs = config.shutdown.grace_ms;
+  let stopping = false;
   const closer = closeWithGrace(
     {
       delay: graceMs,
@@ -27,6 +28,7 @@ export async function runProcess(
       onTimeout: () => logger.error({ grace_ms: graceMs }, 'shutdown took too long: exiting'),
     },
     async ({ signal, err }) => {
+      stopping = true;
       const started = Date.now();
       if (err)
         logger.error({ err: { name: err.name, message: err.message } }, 'stopping after an error');
@@ -37,6 +39,9 @@ export async function runProcess(
     },
   );
   running.ready.catch((err: unknown) => {
+    // A start-up cut short by the shutdown is no failure.
+    if (stopping) return;
+    stopping = true;
     const e = err instanceof Error ? err : new Error(String(err));
     logger.error({ err: { name: e.name, message: e.message } }, 'start-up failed');
     closer.uninstall();

@@ -58,11 +58,12 @@ export async function runIngest(
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })
     : undefined;
-  logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
-  // The queue's connection set-up waits for Redis, however long it is away.
+  logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
+  // The queue's connection set-up waits for Redis, however long it is away. `ingest listening`
+  // means serving (what scripts and tests wait for).
   const ready = queue.waitUntilReady().then(() => {
     serving = true;
-    logger.info({ url }, 'ingest ready');
+    logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
   });
   ready.catch(() => undefined);
   return {

@@ -47,6 +47,11 @@ export async function startPipelineProcesses(options: {
   redisUrl?: string;
   /** More environment for `start`. */
   env?: Record<string, string>;
+  /**
+   * The log line that means "go on": `ingest listening` (serving), or `ingest ports open` (the
+   * ports answer, Redis may not yet). @defaultValue `ingest listening`
+   */
+  until?: 'ingest listening' | 'ingest ports open';
 }): Promise<PipelineProcesses> {
   const { apiKey, token } = options;
   const redis = await isolatedRedis();
@@ -72,7 +77,7 @@ export async function startPipelineProcesses(options: {
     LOG_LEVEL: 'trace',
     ...options.env,
   });
-  const listening = JSON.parse(await start.waitForLine('ingest listening')) as {
+  const listening = JSON.parse(await start.waitForLine(options.until ?? 'ingest listening')) as {
     url: string;
     mllp_port: number;
   };

@@ -44,6 +44,7 @@ describe('start: Redis absent at start-up, then hung', () => {
       token: TOKEN,
       latency: '50-100',
       redisUrl: proxy.redisUrl,
+      until: 'ingest ports open',
       env: { SHUTDOWN_GRACE_MS: '20000' },
       configLines: [
         'presets: { rules: [{ ccsr_category: END002 }] }',
@@ -76,6 +77,7 @@ describe('start: Redis absent at start-up, then hung', () => {
     expect(await status(`${ingestUrl}/readyz`)).toBe(503);
     expect(await status(`${workUrl}/readyz`)).toBe(503);
     let t0 = Date.now();
+    expect(start.lines.some((l) => l.includes('ingest listening'))).toBe(false);
     const refused = await post('MRN-OUTAGE-0');
     const refusedMs = Date.now() - t0;
     expect(refused.status).toBe(503);
@@ -174,6 +176,7 @@ describe('start: Redis absent at start-up, then hung', () => {
       apiKey: API_KEY,
       token: TOKEN,
       redisUrl: proxy.redisUrl,
+      until: 'ingest ports open',
       configLines: ['presets: { rules: [{ ccsr_category: END002 }] }'],
     });
     await p.start.waitForLine('health server listening');
