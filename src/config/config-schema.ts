@@ -79,6 +79,9 @@ const Hl7v2Schema = z.strictObject({
     host: z.string().min(1),
     max_message_bytes: z.int().min(1_024),
     idle_timeout_ms: z.int().positive(),
+    // Outages (issue 8): connections held at once, and how long one message may take to handle.
+    max_connections: z.int().positive(),
+    handling_timeout_ms: z.int().positive(),
     tls: z.strictObject({
       cert_path: z.string().min(1).nullable(),
       key_path: z.string().min(1).nullable(),
@@ -136,6 +139,8 @@ export const ConfigSchema = z.strictObject({
       .min(1)
       .regex(/^[^:\s]+$/, 'no colons or spaces'),
     tls: RedisTlsSchema,
+    /** How long a command on a request path (ingest, status) may wait for Redis's answer. */
+    command_timeout_ms: z.int().positive(),
   }),
   ingest: z.strictObject({
     port,
@@ -200,6 +205,8 @@ export const ConfigSchema = z.strictObject({
   }),
   queries: QueriesSchema,
   worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
+  /** How long SIGTERM/SIGINT may take before the process exits anyway (`SHUTDOWN_GRACE_MS`). */
+  shutdown: z.strictObject({ grace_ms: z.int().min(1_000) }),
   delivery: z.strictObject({
     only_changed: z.boolean(),
     change_detection: z.strictObject({ ignore_fields: z.array(z.string().min(1)) }),

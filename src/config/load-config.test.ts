@@ -69,6 +69,21 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('reads the outage settings from the environment, with defaults that fit Kubernetes', () => {
+    const defaults = loadConfig({ env: {} });
+    expect(defaults.shutdown.grace_ms).toBe(25_000);
+    expect(defaults.redis.command_timeout_ms).toBe(2_000);
+    expect(defaults.hl7v2.mllp).toMatchObject({ idle_timeout_ms: 60_000, max_connections: 100 });
+    const set = loadConfig({
+      env: { SHUTDOWN_GRACE_MS: '10000', REDIS_COMMAND_TIMEOUT_MS: '500' },
+    });
+    expect(set.shutdown.grace_ms).toBe(10_000);
+    expect(set.redis.command_timeout_ms).toBe(500);
+    expect(problemsOf(() => loadConfig({ env: { SHUTDOWN_GRACE_MS: '10' } }))).toEqual([
+      expect.objectContaining({ path: 'shutdown.grace_ms' }),
+    ]);
+  });
+
   it('keeps secrets out of files', () => {
     const path = file('service:\n  api_key: in-a-file\n');
     expect(problemsOf(() => loadConfig({ file: path, env: {} }))).toEqual([

@@ -75,6 +75,8 @@ const ENV_PATHS: readonly [
   ['https_proxy', ['outbound', 'proxy', 'https'], 'string'],
   ['NO_PROXY', ['outbound', 'proxy', 'no_proxy'], 'string'],
   ['no_proxy', ['outbound', 'proxy', 'no_proxy'], 'string'],
+  ['REDIS_COMMAND_TIMEOUT_MS', ['redis', 'command_timeout_ms'], 'int'],
+  ['SHUTDOWN_GRACE_MS', ['shutdown', 'grace_ms'], 'int'],
 ];
 
 /** Values only the environment may set: a file that holds one is refused. */

@@ -20,6 +20,7 @@ import { createErrorHandler } from './error-handler.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { NotFoundError } from './errors/not-found-error.ts';
 import { installBearerAuth } from './hooks/bearer-auth.ts';
+import { installReadinessGate } from './hooks/readiness-gate.ts';
 import { installRequestLog } from './hooks/request-log.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
 import { fhirRoutes } from './fhir/fhir-routes.ts';
@@ -57,6 +58,12 @@ export interface IngestDeps {
    * `config.admin.tokens` only. @defaultValue none: those routes are not served
    */
   admin?: PatientAdmin;
+  /**
+   * False until the process can serve (Redis reached, queue set up): every route but `/healthz`
+   * and `/metrics` answers 503 until then (see `installReadinessGate`).
+   * @defaultValue always ready
+   */
+  isReady?: () => boolean;
 }
 
 /**
@@ -107,6 +114,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     throw new NotFoundError('Not Found');
   });
   installBearerAuth(app, config.ingest.tokens ?? [], config.admin.tokens ?? []);
+  if (deps.isReady !== undefined) installReadinessGate(app, deps.isReady);
   installRequestLog(app);
 
   const tables = loadCcsrTables();

@@ -16,6 +16,11 @@ describe('isRedisUnavailable', () => {
     ).toBe(true);
     expect(isRedisUnavailable(new Error('Connection is closed.'))).toBe(true);
     expect(isRedisUnavailable(new Error('Command timed out'))).toBe(true);
+    expect(
+      isRedisUnavailable(
+        new Error("Socket timeout. Expecting data, but didn't receive any in 2000ms."),
+      ),
+    ).toBe(true);
     expect(isRedisUnavailable(named('MaxRetriesPerRequestError'))).toBe(true);
     expect(isRedisUnavailable(new ConnectionClosedError())).toBe(true);
     expect(isRedisUnavailable(withCode('ECONNREFUSED'))).toBe(true);

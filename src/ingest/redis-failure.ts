@@ -23,10 +23,10 @@ const UNAVAILABLE_NAMES: ReadonlySet<string> = new Set([
 /**
  * Messages ioredis rejects commands with when it has no usable connection: with
  * `enableOfflineQueue: false` ("Stream isn't writeable"), after `quit()` ("Connection is closed."),
- * on `commandTimeout`; and replies of a Redis that cannot serve yet (`LOADING`, `MASTERDOWN`).
+ * on `commandTimeout` (a hung Redis), when `socketTimeout` dropped the socket; and replies of a Redis that cannot serve yet (`LOADING`, `MASTERDOWN`).
  */
 const UNAVAILABLE_MESSAGES =
-  /Stream isn't writeable|Connection is closed|Command timed out|^LOADING |^MASTERDOWN |^CLUSTERDOWN |^TRYAGAIN /;
+  /Stream isn't writeable|Connection is closed|Command timed out|^Socket timeout|^LOADING |^MASTERDOWN |^CLUSTERDOWN |^TRYAGAIN /;
 
 /**
  * True when `error`, or an error it wraps (`cause`, `AggregateError.errors`), says that Redis could

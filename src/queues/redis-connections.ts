@@ -44,14 +44,28 @@ export function workerConnection(redis: string | RedisEndpoint, name: string): R
   });
 }
 
+/** {@link requestConnection}'s default command timeout (`redis.command_timeout_ms`). */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
+
+export interface RequestConnectionOptions extends RedisOptions {
+  /**
+   * How long a command may wait for Redis's answer before it fails ("Command timed out"); the
+   * same time without any reply on a connection with commands outstanding drops the socket, so
+   * that the connection is made again rather than kept with unanswered commands in its pipeline.
+   * @defaultValue {@link DEFAULT_COMMAND_TIMEOUT_MS}
+   */
+  commandTimeoutMs?: number;
+}
+
 /**
- * A connection for request paths (ingest): commands fail fast while Redis is unreachable, so a
- * request can be answered 503 instead of hanging.
+ * A connection for request paths (ingest): commands fail fast while Redis is unreachable
+ * (refused: at once; hung, e.g. SIGSTOPped or behind a proxy that drops packets: after the
+ * command timeout), so that a request can be answered 503 instead of hanging.
  */
 export function requestConnection(
   redis: string | RedisEndpoint,
   name: string,
-  extra: RedisOptions = {},
+  { commandTimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS, ...extra }: RequestConnectionOptions = {},
 ): Redis {
   const endpoint = endpointOf(redis);
   return new Redis(endpoint.url, {
@@ -59,6 +73,10 @@ export function requestConnection(
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     connectTimeout: 2_000,
+    commandTimeout: commandTimeoutMs,
+    socketTimeout: commandTimeoutMs,
+    // A command the caller was already told failed (503, no ACK) is never sent again later.
+    autoResendUnfulfilledCommands: false,
     connectionName: name,
     ...extra,
   });

@@ -95,9 +95,12 @@ export async function readPipelineStatus({
 }: ReadStatusOptions): Promise<PipelineStatus> {
   const prefix = config.redis.prefix;
   const at = now();
-  const queues = (await queueNames(config, redis)).map(
-    (name) => new Queue(name, { connection: redis, prefix }),
-  );
+  const queues = (await queueNames(config, redis)).map((name) => {
+    const queue = new Queue(name, { connection: redis, prefix });
+    // A lost connection surfaces as a failed read below; the event itself is not a crash.
+    queue.on('error', () => undefined);
+    return queue;
+  });
   try {
     return {
       generated_at: new Date(at).toISOString(),

@@ -18,9 +18,11 @@ export async function runAll(config: Config, logger: Logger): Promise<RunningPro
     const ingest = await runIngest(config, logger.child({ role: 'ingest' }), { registry });
     return {
       url: ingest.url,
+      ready: Promise.all([worker.ready, ingest.ready]).then(() => undefined),
+      // In parallel, so that both fit in one shutdown grace period: the ingest stops accepting
+      // at once either way, and what it had accepted is in Redis for the next worker.
       async close() {
-        await ingest.close();
-        await worker.close();
+        await Promise.all([ingest.close(), worker.close()]);
       },
     };
   } catch (err) {

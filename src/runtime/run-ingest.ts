@@ -10,8 +10,15 @@ import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-con
 import { patientAdminFor } from './patient-admin-for.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { assertRoleConfig } from './role-problems.ts';
+import { settlesWithin } from './close-worker.ts';
+import { RedisOutageLog } from './redis-outage-log.ts';
 
-/** `concordance-worker ingest`: the HTTP API that accepts record updates and presets. */
+/**
+ * `concordance-worker ingest`: the HTTP API that accepts record updates and presets, and the MLLP
+ * listener. Both ports open at once, before Redis answers: until the queue is set up the routes
+ * answer 503 (`/readyz` too) and MLLP messages get the transient reply, so that senders keep their
+ * messages and resend them.
+ */
 export async function runIngest(
   config: Config,
   logger: Logger,
@@ -19,12 +26,15 @@ export async function runIngest(
 ): Promise<RunningProcess> {
   assertRoleConfig(config, 'ingest');
   const keys = crosswalkKeysFrom(config);
-  const redis = requestConnection(config.redis, 'cw-ingest');
+  const redis = requestConnection(config.redis, 'cw-ingest', {
+    commandTimeoutMs: config.redis.command_timeout_ms,
+  });
+  const outages = new RedisOutageLog({ logger }).watch(redis);
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const queue = queriesQueue(context, redis);
+  outages.listen(queue.name, queue);
   const unwatch = context.pipelineMetrics.watchQueues(queue);
-  // A request connection refuses commands until it is ready: serve only after that.
-  await queue.waitUntilReady();
+  let serving = false;
   const presets = new PresetStore({ redis, prefix: context.prefix });
   const deps = {
     config,
@@ -46,21 +56,31 @@ export async function runIngest(
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
   const patientAdmin = patientAdminFor({ config, redis, keys, logger, queue });
   const admin = patientAdmin.admin;
-  const app = await buildIngestApp({ ...deps, updates, admin });
+  const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })
     : undefined;
-  logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
+  logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
+  // The queue's connection set-up waits for Redis, however long it is away. `ingest listening`
+  // means serving (what scripts and tests wait for).
+  const ready = queue.waitUntilReady().then(() => {
+    serving = true;
+    logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
+  });
+  ready.catch(() => undefined);
   return {
     url,
+    ready,
     async close() {
       await mllp?.close();
       await app.close();
       unwatch();
-      await patientAdmin.close();
-      await queue.close();
-      await redis.quit();
+      outages.stop();
+      await settlesWithin(patientAdmin.close(), 1_000);
+      await settlesWithin(queue.close(), 1_000);
+      if (redis.status === 'ready') await settlesWithin(redis.quit(), 1_000);
+      redis.disconnect();
       logger.info('ingest stopped');
     },
   };

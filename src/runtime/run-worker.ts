@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
@@ -10,19 +11,26 @@ import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { buildHealthApp } from './health-app.ts';
-import { logRedisOutages } from './redis-outage-log.ts';
+import { RedisOutageLog } from './redis-outage-log.ts';
+import { settlesWithin } from './close-worker.ts';
 import { crosswalkKeysFrom, pipelineContext } from './pipeline-context.ts';
 import { assertRoleConfig } from './role-problems.ts';
-import { WorkerRegistry } from './worker-registry.ts';
+import { StartupError } from './startup-error.ts';
+import { WorkerRegistry, type QueueWorker } from './worker-registry.ts';
 
 export interface RunningProcess {
   /** Where /healthz, /readyz and /metrics answer (or the ingest API, for ingest). */
   url: string;
+  /**
+   * Resolves once the role does its work (Redis answered, workers started); until then its health
+   * port answers `/readyz` 503. Rejects when the start-up fails for another reason than Redis.
+   */
+  ready: Promise<void>;
   close(): Promise<void>;
 }
 
 export interface RunningWorker extends RunningProcess {
-  /** The queue workers `/readyz` watches. */
+  /** The queue workers `/readyz` watches (empty until {@link RunningProcess.ready}). */
   workers: WorkerRegistry;
 }
 
@@ -34,7 +42,37 @@ export interface RoleOptions {
   registry?: Registry;
 }
 
-/** `concordance-worker work`: the query workers and their health and metrics server. */
+/** Time kept out of the shutdown grace for closing servers and connections after the workers. */
+const CLOSE_RESERVE_MS = 5_000;
+
+/** How long the workers may take to close: the grace period less what the rest needs. */
+export function workerCloseBudgetMs(config: Config): number {
+  const grace = config.shutdown.grace_ms;
+  return Math.max(grace - CLOSE_RESERVE_MS, grace / 2);
+}
+
+/** Resolves once `redis` is ready (at once if it is); rejects with `signal`'s reason. */
+function redisReady(redis: Redis, signal: AbortSignal): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const ready = () => {
+      signal.removeEventListener('abort', aborted);
+      resolve();
+    };
+    const aborted = () => {
+      redis.off('ready', ready);
+      reject(signal.reason as Error);
+    };
+    redis.once('ready', ready);
+    signal.addEventListener('abort', aborted, { once: true });
+  });
+}
+
+/**
+ * `concordance-worker work`: the query workers and their health and metrics server. The health
+ * port opens first, before Redis answers (`/readyz` 503 until the workers run); the workers start
+ * once Redis is ready.
+ */
 export async function runWorker(
   config: Config,
   logger: Logger,
@@ -43,6 +81,7 @@ export async function runWorker(
   assertRoleConfig(config, 'work');
   const keys = crosswalkKeysFrom(config);
   const redis = workerConnection(config.redis, 'cw-work');
+  const outages = new RedisOutageLog({ logger, probe: () => redisAnswers(redis) }).watch(redis);
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const metrics = context.pipelineMetrics;
   const client = createServiceClient(
@@ -59,49 +98,19 @@ export async function runWorker(
     logger,
     metrics,
   });
-  const registry = new WorkerRegistry(5_000, (queue) =>
-    logger.warn({ queue }, 'a queue worker did not close in time: abandoned (its jobs come back)'),
-  );
-  registry.add(
-    await initConcordanceQueries({
-      connection: redis,
-      prefix: context.prefix,
-      config,
-      client,
-      state: context.state,
-      records: context.records,
-      crosswalk: context.crosswalk,
-      // The router counts every channel's deliveries (the webhook worker its own attempts).
-      sink: delivery.router,
-      logger,
-      metrics,
-    }),
-  );
-  if (config.delivery.webhook.url !== null) {
-    registry.add(
-      await initWebhookDeliveries({
-        config,
-        connection: redis,
-        prefix: context.prefix,
-        logger,
-        metrics,
-        deadLetters: new DeadLetterStore({
-          redis,
-          prefix: context.prefix,
-          retentionDays: config.delivery.dead_letters.retention_days,
-        }),
-      }),
+  const registry = new WorkerRegistry(workerCloseBudgetMs(config), (queue, outcome) => {
+    if (outcome === 'closed') return;
+    logger.warn(
+      { queue, outcome },
+      outcome === 'forced'
+        ? 'a queue worker closed without waiting for its active jobs (redis unreachable): they come back'
+        : 'a queue worker did not close in time: abandoned (its jobs come back)',
     );
-  }
+  });
   const outboundQueues = delivery.channels.flatMap((channel) =>
     channel instanceof OutboundQueueChannel ? [channel.queue] : [],
   );
-  // Every queue this process knows, read on each scrape.
-  const unwatch = metrics.watchQueues(...registry.entries.map((e) => e.queue), ...outboundQueues);
-  logRedisOutages(logger, redis, [
-    ...registry.entries.map((e) => ({ name: e.name, emitters: [e.worker, e.queue] })),
-    ...outboundQueues.map((queue) => ({ name: queue.name, emitters: [queue] })),
-  ]);
+  for (const queue of outboundQueues) outages.listen(queue.name, queue);
 
   const health = buildHealthApp({
     metrics: context.metrics,
@@ -111,18 +120,71 @@ export async function runWorker(
     },
   });
   const url = await health.listen({ port: config.worker.metrics_port, host: config.worker.host });
-  logger.info({ url, queues: registry.entries.map((e) => e.name) }, 'workers started');
+  logger.info({ url }, 'health server listening');
+
+  const stopping = new AbortController();
+  let unwatch = (): void => undefined;
+  const start = async () => {
+    await redisReady(redis, stopping.signal);
+    const add = (entry: QueueWorker) => {
+      outages.listen(entry.name, entry.worker, entry.queue);
+      registry.add(entry);
+    };
+    add(
+      await initConcordanceQueries({
+        connection: redis,
+        prefix: context.prefix,
+        config,
+        client,
+        state: context.state,
+        records: context.records,
+        crosswalk: context.crosswalk,
+        // The router counts every channel's deliveries (the webhook worker its own attempts).
+        sink: delivery.router,
+        logger,
+        metrics,
+      }),
+    );
+    if (config.delivery.webhook.url !== null) {
+      add(
+        await initWebhookDeliveries({
+          config,
+          connection: redis,
+          prefix: context.prefix,
+          logger,
+          metrics,
+          deadLetters: new DeadLetterStore({
+            redis,
+            prefix: context.prefix,
+            retentionDays: config.delivery.dead_letters.retention_days,
+          }),
+        }),
+      );
+    }
+    // Every queue this process knows, read on each scrape.
+    unwatch = metrics.watchQueues(...registry.entries.map((e) => e.queue), ...outboundQueues);
+    logger.info({ url, queues: registry.entries.map((e) => e.name) }, 'workers started');
+  };
+  const ready = start();
+  // A start-up cut short by close() is not a failure; the caller handles any other rejection.
+  ready.catch(() => undefined);
 
   return {
     url,
+    ready,
     workers: registry,
     async close() {
+      stopping.abort(new StartupError('stopped before Redis answered'));
       await health.close();
       unwatch();
       await registry.close();
-      await delivery.close();
-      // An abandoned worker (see WorkerRegistry.close) has disconnected the shared connection.
-      if (redis.status !== 'end') await redis.quit().catch(() => redis.disconnect());
+      await settlesWithin(delivery.close(), CLOSE_RESERVE_MS / 4);
+      outages.stop();
+      // While Redis is away, quit() would wait for it: the connection is dropped instead.
+      if (redis.status === 'ready') {
+        await settlesWithin(redis.quit(), CLOSE_RESERVE_MS / 4);
+      }
+      redis.disconnect();
       logger.info('workers stopped');
     },
   };

@@ -1,4 +1,5 @@
 import type { Queue, Worker } from 'bullmq';
+import { closeWorker, settlesWithin, type WorkerCloseOutcome } from './close-worker.ts';
 
 /** What each queue file under workers/ returns. */
 export interface QueueWorker {
@@ -7,33 +8,21 @@ export interface QueueWorker {
   worker: Worker;
 }
 
-/** Resolves true when `closing` settles within `ms`, false otherwise. */
-async function within(closing: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([closing.then(() => true), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 /** The running queue workers of a process; closes every worker before any queue. */
 export class WorkerRegistry {
   readonly #entries: QueueWorker[] = [];
-  readonly #graceMs: number;
-  readonly #onStuck: ((queue: string) => void) | undefined;
+  readonly #budgetMs: number;
+  readonly #onClosed: ((queue: string, outcome: WorkerCloseOutcome) => void) | undefined;
 
   /**
-   * @param graceMs How long a worker may take to finish its active jobs and close.
+   * @param budgetMs How long closing every worker and queue may take in all (the workers close
+   *   in parallel).
    *   @defaultValue 5000
-   * @param onStuck Told about a worker that did not close in time (and was abandoned).
+   * @param onClosed Told how each worker's close ended (see {@link closeWorker}).
    */
-  constructor(graceMs = 5_000, onStuck?: (queue: string) => void) {
-    this.#graceMs = graceMs;
-    this.#onStuck = onStuck;
+  constructor(budgetMs = 5_000, onClosed?: (queue: string, outcome: WorkerCloseOutcome) => void) {
+    this.#budgetMs = budgetMs;
+    this.#onClosed = onClosed;
   }
 
   add(entry: QueueWorker): void {
@@ -50,21 +39,19 @@ export class WorkerRegistry {
   }
 
   /**
-   * Closes every worker, then every queue. A worker whose close does not end within the grace
-   * period is disconnected and abandoned: after Redis came back from a short outage, BullMQ
-   * 6.7's worker can keep a graceful close waiting forever (seen in the readiness test). Its
-   * active jobs return to the queue after their lock expires, as after a crash, and resume from
-   * their persisted step.
+   * Closes every worker (see {@link closeWorker}: gracefully when Redis answers, else forced),
+   * then every queue, within the budget; a queue whose close does not end in time (Redis gone) is
+   * left behind. Nothing is lost by leaving: unfinished jobs come back after their lock expires.
    */
   async close(): Promise<void> {
+    const until = Date.now() + this.#budgetMs;
     await Promise.all(
-      this.#entries.map(async ({ worker }) => {
-        const closing = worker.close();
-        if (await within(closing, this.#graceMs)) return;
-        this.#onStuck?.(worker.name);
-        await within(worker.disconnect(), this.#graceMs);
+      this.#entries.map(async ({ name, worker }) => {
+        // A tenth of the budget is kept for the queues.
+        const outcome = await closeWorker(worker, (until - Date.now()) * 0.9);
+        this.#onClosed?.(name, outcome);
       }),
     );
-    await Promise.all(this.#entries.map((e) => e.queue.close()));
+    await settlesWithin(Promise.all(this.#entries.map((e) => e.queue.close())), until - Date.now());
   }
 }

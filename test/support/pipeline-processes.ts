@@ -43,6 +43,15 @@ export async function startPipelineProcesses(options: {
   token: string;
   configLines: string[];
   latency?: string;
+  /** Where `start` finds Redis (e.g. a TcpProxy in front of it). @defaultValue the test Redis */
+  redisUrl?: string;
+  /** More environment for `start`. */
+  env?: Record<string, string>;
+  /**
+   * The log line that means "go on": `ingest listening` (serving), or `ingest ports open` (the
+   * ports answer, Redis may not yet). @defaultValue `ingest listening`
+   */
+  until?: 'ingest listening' | 'ingest ports open';
 }): Promise<PipelineProcesses> {
   const { apiKey, token } = options;
   const redis = await isolatedRedis();
@@ -55,7 +64,7 @@ export async function startPipelineProcesses(options: {
   const config = join(mkdtempSync(join(tmpdir(), 'cw-processes-')), 'config.yaml');
   writeFileSync(config, options.configLines.join('\n'));
   const start = new CliProcess(['--config', config, 'start'], {
-    REDIS_URL: testRedisUrl(),
+    REDIS_URL: options.redisUrl ?? testRedisUrl(),
     REDIS_PREFIX: redis.prefix,
     SERVICE_BASE_URL: simulatorUrl,
     SERVICE_API_KEY: apiKey,
@@ -66,8 +75,9 @@ export async function startPipelineProcesses(options: {
     MLLP_PORT: '0',
     METRICS_PORT: '0',
     LOG_LEVEL: 'trace',
+    ...options.env,
   });
-  const listening = JSON.parse(await start.waitForLine('ingest listening')) as {
+  const listening = JSON.parse(await start.waitForLine(options.until ?? 'ingest listening')) as {
     url: string;
     mllp_port: number;
   };

@@ -76,6 +76,7 @@ export function registerStatusCommand(program: Command): void {
     .action(async (opts: { json?: boolean }) => {
       const config = loadConfig({ file: program.opts<{ config?: string }>().config });
       const redis = requestConnection(config.redis, 'cw-status', {
+        commandTimeoutMs: config.redis.command_timeout_ms,
         lazyConnect: true,
         retryStrategy: () => null,
       });

@@ -3,6 +3,7 @@ import type { Hl7v2Config } from '../../config/config-schema.ts';
 import type { ClinicalUpdates } from '../clinical-updates.ts';
 import { buildAck, type AckCode } from './ack.ts';
 import { Er7ParseError, parseEr7, type Er7Message } from './er7.ts';
+import { Hl7v2DeadlineError } from './hl7v2-deadline-error.ts';
 import type { Hl7v2Metrics, Hl7v2Outcome } from './hl7v2-metrics.ts';
 import { headerOf, Hl7v2RejectError, mapMessage } from './map-message.ts';
 
@@ -13,8 +14,36 @@ export interface Hl7v2HandlerOptions {
   config: Hl7v2Config;
   updates: ClinicalUpdatesPort;
   metrics: Hl7v2Metrics;
-  /** Only `{message_type, control_id, outcome}` is ever logged: never the message or PID. */
+  /** Only `{message_type, control_id, outcome, ack}` is ever logged: never the message or PID. */
   logger: Logger;
+  /**
+   * Who answers: over HTTP a transient failure is a 503 (no ACK); over MLLP it is no ACK (the
+   * connection is closed) or an AR, as `config.transient_reply` says. The log names the ACK
+   * actually sent (`ack: null` for none).
+   * @defaultValue `'mllp'`
+   */
+  transport?: 'mllp' | 'http';
+  /**
+   * How long storing one message may take; past it the message is answered as a transient failure
+   * (the sender resends it) and the late result is ignored. @defaultValue no limit
+   */
+  deadlineMs?: number;
+}
+
+/** `work()`, or a rejection with {@link Hl7v2DeadlineError} after `ms` (the work goes on). */
+async function withDeadline<T>(work: Promise<T>, ms: number | undefined): Promise<T> {
+  if (ms === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Hl7v2DeadlineError(ms)), ms);
+  });
+  // A result that comes after the deadline is ignored; so is a late failure.
+  work.catch(() => undefined);
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface Hl7v2Result {
@@ -49,12 +78,23 @@ export class Hl7v2Handler {
     const header = message === undefined ? undefined : headerOf(message);
     const type = header === undefined ? undefined : `${header.type}^${header.trigger}`;
     this.#o.metrics.count(type, outcome);
+    const transport = this.#o.transport ?? 'mllp';
+    const sent =
+      outcome !== 'unavailable'
+        ? code
+        : transport === 'mllp' && this.#o.config.transient_reply === 'AR'
+          ? code
+          : null;
     this.#o.logger.info(
       {
         message_type: type ?? null,
         control_id: header?.controlId.slice(0, 64) ?? null,
         outcome,
-        ack: code,
+        transport,
+        // The ACK the sender gets: none (null) when a transient failure closes the MLLP
+        // connection or is answered 503 over HTTP.
+        ack: sent,
+        ...(outcome === 'unavailable' && transport === 'http' ? { status: 503 } : {}),
       },
       'hl7v2 message',
     );
@@ -113,7 +153,7 @@ export class Hl7v2Handler {
     if (mapped.action === 'ignore') return this.#finish(message, 'ignored', 'AA');
 
     const eventId = `hl7v2:${header.sendingApplication}:${header.controlId}`;
-    try {
+    const store = async () => {
       if (mapped.action === 'merge') {
         for (const merge of mapped.merges) {
           await this.#o.updates.merge({ ...merge, eventId });
@@ -127,6 +167,9 @@ export class Hl7v2Handler {
           kinds: mapped.kinds,
         });
       }
+    };
+    try {
+      await withDeadline(store(), this.#o.deadlineMs);
     } catch (err) {
       this.#o.logger.warn(
         { err: { name: (err as Error).name, code: (err as { code?: unknown }).code } },

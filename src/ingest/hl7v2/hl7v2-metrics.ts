@@ -15,8 +15,18 @@ const TYPE_LABEL = /^[A-Z0-9]{2,3}\^[A-Z0-9]{1,4}$/;
 export class Hl7v2Metrics {
   readonly #messages: Counter<'type' | 'outcome'>;
   readonly #others = new Set<string>();
+  readonly #refused: Counter;
 
   constructor(registry: Registry) {
+    const refused = registry.getSingleMetric('cw_mllp_connections_refused_total');
+    this.#refused =
+      refused instanceof Counter
+        ? refused
+        : new Counter({
+            name: 'cw_mllp_connections_refused_total',
+            help: 'MLLP connections closed at once because hl7v2.mllp.max_connections were open.',
+            registers: [registry],
+          });
     const existing = registry.getSingleMetric('cw_hl7v2_messages_total');
     this.#messages =
       existing instanceof Counter
@@ -36,6 +46,10 @@ export class Hl7v2Metrics {
     if (this.#others.size >= MAX_OTHER_TYPES) return 'other';
     this.#others.add(type);
     return type;
+  }
+
+  connectionRefused(): void {
+    this.#refused.inc();
   }
 
   count(type: string | undefined, outcome: Hl7v2Outcome): void {

@@ -37,6 +37,7 @@ export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, o
     updates: options.updates ?? ClinicalUpdates.fromDeps(options),
     metrics: new Hl7v2Metrics(options.registry),
     logger: options.logger,
+    transport: 'http',
   });
   // Encapsulated: the text parsers exist only inside this plugin.
   app.addContentTypeParser(HL7V2_MEDIA_TYPES, { parseAs: 'buffer' }, (_request, body, done) => {

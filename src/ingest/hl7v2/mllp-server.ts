@@ -60,16 +60,21 @@ interface Connection {
  * answered in order, one ACK per complete frame. A frame longer than `max_message_bytes` is
  * answered AR (with the MSH-10 echoed if the frame starts with a readable MSH) and the connection
  * closed; bytes outside a frame are ignored; a connection idle for `idle_timeout_ms` is closed. On a
- * transient failure (`unavailable`) the connection is closed without an ACK, or answered AR when
- * `transient_reply` is `AR`. TLS when `mllp.tls.cert_path` and `key_path` are set.
+ * transient failure (`unavailable`, including a message not stored within `handling_timeout_ms`)
+ * the connection is closed without an ACK, or answered AR when `transient_reply` is `AR`. At most
+ * `max_connections` connections are held; more are closed at once (and counted). TLS when
+ * `mllp.tls.cert_path` and `key_path` are set.
  */
 export async function startMllpServer(options: MllpServerOptions): Promise<MllpServer> {
   const { config, logger } = options;
+  const metrics = new Hl7v2Metrics(options.registry);
   const handler = new Hl7v2Handler({
     config,
     updates: options.updates,
-    metrics: new Hl7v2Metrics(options.registry),
+    metrics,
     logger,
+    transport: 'mllp',
+    deadlineMs: config.mllp.handling_timeout_ms,
   });
   const maxBytes = config.mllp.max_message_bytes;
   const connections = new Set<Connection>();
@@ -235,6 +240,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
       c.frame = undefined;
       c.queue.length = 0;
       connections.delete(c);
+      if (saturated && connections.size < config.mllp.max_connections) saturated = false;
     });
     socket.on('end', () => {
       // The sender finished writing: answer what is queued (drain closes after it), then close.
@@ -252,6 +258,19 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
           onConnection,
         )
       : createTcpServer({ allowHalfOpen: true }, onConnection);
+
+  // Over the cap, node closes a new connection at once: logged once until the count falls again.
+  server.maxConnections = config.mllp.max_connections;
+  let saturated = false;
+  server.on('drop', () => {
+    metrics.connectionRefused();
+    if (saturated) return;
+    saturated = true;
+    logger.warn(
+      { max_connections: config.mllp.max_connections },
+      'mllp connection refused: too many open connections',
+    );
+  });
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

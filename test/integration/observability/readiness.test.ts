@@ -51,6 +51,7 @@ describe('worker /healthz and /readyz', () => {
       { ...config, worker: { ...config.worker, host: '127.0.0.1' } },
       logs.logger,
     );
+    await running.ready;
     return running.url;
   }
 

@@ -66,6 +66,8 @@ export async function closedPort(): Promise<number> {
 export interface HarnessOptions {
   /** Point the app's Redis at a closed port (transient failures). */
   redisDown?: boolean;
+  /** Where the app's Redis is (e.g. a TcpProxy in front of the test Redis). */
+  redisUrl?: string;
   hl7v2?: Partial<Config['hl7v2']>;
   mllp?: Partial<Config['hl7v2']['mllp']>;
 }
@@ -85,7 +87,9 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     },
   };
   const url =
-    options.redisDown === true ? `redis://127.0.0.1:${await closedPort()}` : testRedisUrl();
+    options.redisDown === true
+      ? `redis://127.0.0.1:${await closedPort()}`
+      : (options.redisUrl ?? testRedisUrl());
   const redis = requestConnection(url, 'hl7v2-test');
   redis.on('error', ignore);
   if (options.redisDown !== true) {
