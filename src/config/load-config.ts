@@ -60,6 +60,7 @@ const ENV_PATHS: readonly [
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
   ['WEBHOOK_URL', ['delivery', 'webhook', 'url'], 'string'],
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
+  ['OUTBOUND_KEY', ['delivery', 'outbound_queue', 'key'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
 ];
@@ -70,6 +71,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['ingest', 'tokens'], 'INGEST_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
+  [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
   [['fhir', 'token'], 'FHIR_TOKEN'],
 ];
 

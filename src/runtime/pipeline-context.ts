@@ -90,12 +90,17 @@ export function queryScheduler(context: PipelineContext, queue: Queue): QuerySch
   });
 }
 
+/** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY`. */
 export function outboundChannel(context: PipelineContext, connection: Redis): OutboundQueueChannel {
   const outbound = context.config.delivery.outbound_queue;
+  if (outbound.key === undefined) {
+    throw new StartupError('OUTBOUND_KEY is not set: the outbound queue seals patient_id with it');
+  }
   return new OutboundQueueChannel({
     connection,
     prefix: context.prefix,
     name: outbound.name,
     retention: outbound.retention,
+    key: outbound.key,
   });
 }

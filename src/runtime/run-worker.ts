@@ -7,6 +7,7 @@ import { createServiceClient } from '../service/create-service-client.ts';
 import { createDeliveryRouter } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
+import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { buildHealthApp } from './health-app.ts';
@@ -53,13 +54,17 @@ export async function runWorker(
       onResponse: (info) => metrics.observeServiceResponse(info),
     }),
   );
-  // Throws before any worker starts when no channel is enabled or the webhook has no secret.
+  const outboundMetrics = new OutboundQueueMetrics(context.metrics);
+  // Throws before any worker starts when no channel is enabled, the webhook has no secret or the
+  // outbound queue no OUTBOUND_KEY.
   const delivery = createDeliveryRouter({
     config,
     connection: redis,
     prefix: context.prefix,
+    keys,
     logger,
     metrics,
+    outboundMetrics,
   });
   const registry = new WorkerRegistry(5_000, (queue) =>
     logger.warn({ queue }, 'a queue worker did not close in time: abandoned (its jobs come back)'),
@@ -85,11 +90,13 @@ export async function runWorker(
         config,
         connection: redis,
         prefix: context.prefix,
+        keys,
         logger,
         metrics,
         deadLetters: new DeadLetterStore({
           redis,
           prefix: context.prefix,
+          keys,
           retentionDays: config.delivery.dead_letters.retention_days,
         }),
       }),
@@ -99,7 +106,15 @@ export async function runWorker(
     channel instanceof OutboundQueueChannel ? [channel.queue] : [],
   );
   // Every queue this process knows, read on each scrape.
-  const unwatch = metrics.watchQueues(...registry.entries.map((e) => e.queue), ...outboundQueues);
+  const unwatchQueues = metrics.watchQueues(
+    ...registry.entries.map((e) => e.queue),
+    ...outboundQueues,
+  );
+  const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
+  const unwatch = () => {
+    unwatchQueues();
+    for (const stop of unwatchLag) stop();
+  };
   logRedisOutages(logger, redis, [
     ...registry.entries.map((e) => ({ name: e.name, emitters: [e.worker, e.queue] })),
     ...outboundQueues.map((queue) => ({ name: queue.name, emitters: [queue] })),
