@@ -2,6 +2,8 @@
 import { Command, CommanderError } from 'commander';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerIngestCommands } from './commands/ingest.ts';
+import { registerKeysCommand } from './commands/keys.ts';
+import { registerOutboundCommand } from './commands/outbound.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerSimulatorCommand } from './commands/simulator.ts';
@@ -26,6 +28,8 @@ registerIngestCommands(program);
 registerWorkCommand(program);
 registerReplayCommand(program);
 registerStatusCommand(program);
+registerOutboundCommand(program);
+registerKeysCommand(program);
 
 try {
   await program.parseAsync(process.argv);
