@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { ConfigError } from '../../config/config-error.ts';
 import { loadConfig } from '../../config/load-config.ts';
+import { deliveryConfigProblems } from '../../delivery/delivery-config-problems.ts';
 
 /** `concordance-worker config check`: validates the configuration and lists every problem. */
 export function registerConfigCommand(program: Command): void {
@@ -11,7 +12,10 @@ export function registerConfigCommand(program: Command): void {
     .action(() => {
       const file = program.opts<{ config?: string }>().config;
       try {
-        loadConfig({ file });
+        const config = loadConfig({ file });
+        // What `start` and `work` refuse too: results with nowhere to go, a channel without its key.
+        const problems = deliveryConfigProblems(config);
+        if (problems.length > 0) throw new ConfigError(problems);
         process.stdout.write('configuration is valid\n');
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;

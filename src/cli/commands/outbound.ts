@@ -37,12 +37,12 @@ function eventsIn(text: string): unknown[] {
       .filter((line) => line.trim() !== '')
       .map((line) => JSON.parse(line) as unknown);
   }
-  // A BullMQ job as its JSON shows it carries the event in `data`.
-  return values.map((v) =>
-    typeof v === 'object' && v !== null && 'data' in v && !('id' in v && 'type' in v)
-      ? (v as { data: unknown }).data
-      : v,
-  );
+  // A BullMQ job carries the event in `data` (a JSON string in `job.asJSON()`).
+  return values.map((v) => {
+    if (typeof v !== 'object' || v === null || !('data' in v) || 'patient_id_sealed' in v) return v;
+    const { data } = v as { data: unknown };
+    return typeof data === 'string' ? (JSON.parse(data) as unknown) : data;
+  });
 }
 
 /**

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
+import { newOutboundKey, OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
 function badConfig(): string {
@@ -18,6 +20,12 @@ function badConfig(): string {
       'ingest: { port: 70000 }',
     ].join('\n'),
   );
+  return path;
+}
+
+function outboundConfig(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'cw-outbound-')), 'config.yaml');
+  writeFileSync(path, OUTBOUND_QUEUE_LINES.join('\n'));
   return path;
 }
 
@@ -41,10 +49,46 @@ describe('start-up checks', () => {
     }
   });
 
-  it('config check accepts the defaults', async () => {
-    const { code, output } = await run(['config', 'check']);
-    expect(code).toBe(0);
-    expect(output).toContain('configuration is valid');
+  it('config check accepts the defaults with a delivery channel, and says when there is none', async () => {
+    const none = await run(['config', 'check']);
+    expect(none.code).toBe(1);
+    expect(none.output).toContain('no delivery channel is configured');
+
+    const webhook = await run(['config', 'check'], {
+      WEBHOOK_URL: 'https://hospital.example/results',
+      WEBHOOK_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+    });
+    expect(webhook.code, webhook.output).toBe(0);
+    expect(webhook.output).toContain('configuration is valid');
+
+    const queueWithoutKey = await run(['--config', outboundConfig(), 'config', 'check']);
+    expect(queueWithoutKey.code).toBe(1);
+    expect(queueWithoutKey.output).toContain(
+      'delivery.outbound_queue.key: the outbound queue is enabled but OUTBOUND_KEY is not set',
+    );
+    const queue = await run(['--config', outboundConfig(), 'config', 'check'], {
+      OUTBOUND_KEY: newOutboundKey(),
+    });
+    expect(queue.code, queue.output).toBe(0);
+  });
+
+  it('start and work refuse to run with no delivery channel, or an outbound queue without its key', async () => {
+    const env = {
+      SERVICE_API_KEY: 'k',
+      INGEST_TOKENS: 'a-token-of-sixteen-chars',
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+      METRICS_PORT: '0',
+      INGEST_PORT: '0',
+      MLLP_PORT: '0',
+    };
+    for (const command of ['start', 'work']) {
+      const none = await run([command], env);
+      expect(none.code).toBe(1);
+      expect(none.output).toContain('no delivery channel is configured');
+      const noKey = await run(['--config', outboundConfig(), command], env);
+      expect(noKey.code).toBe(1);
+      expect(noKey.output).toContain('the outbound queue is enabled but OUTBOUND_KEY is not set');
+    }
   });
 
   it('a configuration error stops start-up with every problem listed', async () => {
