@@ -1,7 +1,11 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { initConcordanceQueries, type QueryJobResult } from '../../workers/concordance-queries.ts';
+import {
+  initConcordanceQueries,
+  type QueryJobResult,
+  type ResultSink,
+} from '../../workers/concordance-queries.ts';
 import type { Config } from '../../src/config/config-schema.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { serviceClientOptions } from '../../src/config/service-client-options.ts';
@@ -212,6 +216,8 @@ export class PipelineHarness {
   async startWorker(
     apiKey = API_KEY,
     baseUrl = this.simulator.url,
+    /** Where results go. @defaultValue the outbound queue alone */
+    sink: ResultSink = this.outbound,
   ): Promise<{ close(): Promise<void> }> {
     const connection = workerConnection(testRedisUrl(), 'test-worker');
     const client = createServiceClient(
@@ -234,7 +240,7 @@ export class PipelineHarness {
       state: this.state,
       records: this.records,
       crosswalk: this.crosswalk,
-      sink: this.outbound,
+      sink,
       logger: this.logs.logger,
       metrics: this.metrics,
       onOutcome: (result, data) => this.#ended.push({ result, data }),
