@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
+import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -28,6 +29,8 @@ export interface PipelineContext {
   metrics: Registry;
   /** The `cw_` metrics on {@link PipelineContext.metrics}. */
   pipelineMetrics: PipelineMetrics;
+  /** The outbound queue's consumer-lag metrics, on the same registry (every process shows them). */
+  outboundMetrics: OutboundQueueMetrics;
 }
 
 export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
@@ -64,6 +67,7 @@ export function pipelineContext(
     state: new QueryState({ redis, prefix }),
     metrics,
     pipelineMetrics: new PipelineMetrics(metrics),
+    outboundMetrics: new OutboundQueueMetrics(metrics),
   };
 }
 

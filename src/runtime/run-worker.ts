@@ -7,7 +7,6 @@ import { createServiceClient } from '../service/create-service-client.ts';
 import { createDeliveryRouter } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
-import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { buildHealthApp } from './health-app.ts';
@@ -54,7 +53,7 @@ export async function runWorker(
       onResponse: (info) => metrics.observeServiceResponse(info),
     }),
   );
-  const outboundMetrics = new OutboundQueueMetrics(context.metrics);
+  const { outboundMetrics } = context;
   // Throws before any worker starts when no channel is enabled, the webhook has no secret or the
   // outbound queue no OUTBOUND_KEY.
   const delivery = createDeliveryRouter({
