@@ -25,6 +25,11 @@ export function sealStoredEvent(event: ResultEvent, keys: CrosswalkKeys): Stored
 }
 
 export function openStoredEvent(stored: unknown, keys: CrosswalkKeys): ResultEvent {
+  // Written by a version before sealing (plain `patient_id`): still delivered, never lost;
+  // `keys rotate` or its delivery replaces it.
+  if (typeof stored === 'object' && stored !== null && !('patient_id_sealed' in stored)) {
+    return ResultEventSchema.parse(stored);
+  }
   const { patient_id_sealed: sealed, ...rest } = StoredEventSchema.parse(stored);
   return {
     ...rest,
@@ -33,7 +38,10 @@ export function openStoredEvent(stored: unknown, keys: CrosswalkKeys): ResultEve
   };
 }
 
-/** Opens with `from`, seals again with `to` (key rotation); throws when `from` does not open it. */
+/**
+ * Opens with `from`, seals again with `to` (key rotation; a plain event of an earlier version is
+ * sealed); throws when `from` does not open it.
+ */
 export function resealStoredEvent(
   stored: unknown,
   from: CrosswalkKeys,

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
 import { sealOutboundEvent } from '../delivery/outbound-event.ts';
 import { outboundAesKey } from '../delivery/outbound-seal.ts';
+import { ResultEventSchema } from '../delivery/result-event.ts';
 import {
   resealStoredEvent,
   StoredEventSchema,
@@ -180,6 +181,8 @@ async function rotateCrosswalk(
   // Result events waiting for the webhook, and dead letters: patient_id sealed per event.
   /** The stored event under the new key, or why not. */
   const resealEvent = (stored: unknown): StoredEvent | 'already' | 'unreadable' => {
+    // An event of a version before sealing (plain patient_id) is sealed now.
+    if (ResultEventSchema.safeParse(stored).success) return resealStoredEvent(stored, to, to);
     if (!StoredEventSchema.safeParse(stored).success) return 'unreadable';
     try {
       resealStoredEvent(stored, to, to);
