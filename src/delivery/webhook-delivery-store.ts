@@ -187,10 +187,15 @@ export class WebhookDeliveryStore {
     return (await this.#redis.del(this.#failingKey)) === 1;
   }
 
-  /** One probe per `intervalMs` across all workers: true for the caller that gets the turn. */
+  /**
+   * About one probe per `intervalMs` across all workers: true for the caller that gets the turn.
+   * The turn lasts a little less than the interval, so that the same worker's next tick finds it
+   * free (timers fire a little early or late).
+   */
   async takeProbeTurn(intervalMs: number): Promise<boolean> {
     const key = `${this.#prefix}:webhook:probe`;
-    return (await this.#redis.set(key, '1', 'PX', Math.max(1, intervalMs), 'NX')) === 'OK';
+    const ttl = Math.max(1, Math.floor(intervalMs * 0.8));
+    return (await this.#redis.set(key, '1', 'PX', ttl, 'NX')) === 'OK';
   }
 
   /**
