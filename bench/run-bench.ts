@@ -309,6 +309,7 @@ async function main(): Promise<void> {
       tmpDir,
       logLevel: values['log-level'],
       secret: generateCrosswalkSecret(),
+      outboundKey: generateCrosswalkSecret(),
       say,
     };
     if (!redis.private) {

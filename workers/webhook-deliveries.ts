@@ -21,6 +21,7 @@ import type { WebhookDeliveryError } from '../src/delivery/webhook-delivery-erro
 import { WebhookDeliveryJobs } from '../src/delivery/webhook-delivery-jobs.ts';
 import { WebhookDeliveryStore } from '../src/delivery/webhook-delivery-store.ts';
 import { WebhookSigner } from '../src/delivery/webhook-signer.ts';
+import type { CrosswalkKeys } from '../src/identity/crosswalk-keys.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 
 export interface WebhookDeliveriesDeps {
@@ -28,6 +29,8 @@ export interface WebhookDeliveriesDeps {
   /** A worker connection (`maxRetriesPerRequest: null`). */
   connection: Redis;
   prefix: string;
+  /** The crosswalk keys: waiting events rest sealed; each is opened just before its POST. */
+  keys: CrosswalkKeys;
   logger: Logger;
   metrics?: PipelineMetrics;
   /** Where given-up deliveries go (`delivery.dead_letters.retention_days`). */
@@ -92,6 +95,7 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
   const store = new WebhookDeliveryStore({
     redis: connection,
     prefix,
+    keys: deps.keys,
     deadTtlS: config.delivery.dead_letters.retention_days * 86_400,
   });
   const queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix });
@@ -162,6 +166,12 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
         if (seconds !== undefined) metrics?.updateToDelivery.observe({ channel: CHANNEL }, seconds);
         logger.info({ ...log, status: result.status, outcome: 'delivered' }, 'webhook delivered');
         if (next !== undefined) await jobs.wake(next);
+        // The first success after failures: the endpoint answers again, so the deliveries waiting
+        // out their backoff go now rather than when each backoff ends.
+        if (await store.clearFailing()) {
+          const resumed = await jobs.resume();
+          logger.info({ resumed }, 'webhook endpoint answers again: waiting deliveries resumed');
+        }
         return { outcome: 'delivered', status: result.status, attempt };
       }
       const { error } = result;
@@ -190,6 +200,8 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
         'webhook attempt failed; retrying later',
       );
       await job.moveToDelayed(retryAt, token);
+      // After the move, so that a success elsewhere that clears the mark finds this job delayed.
+      await store.markFailing(at, webhook.max_age_ms);
       throw new DelayedError();
     },
     {
@@ -231,7 +243,28 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
   await sweep();
   const timer = setInterval(() => void sweep(), parkMs);
   timer.unref();
-  worker.on('closing', () => clearInterval(timer));
+  // While the endpoint fails, one waiting delivery is tried every probe interval (one worker
+  // process at a time); its success resumes the others (see above).
+  const probeMs = webhook.probe_interval_ms;
+  const probe = async () => {
+    try {
+      if ((await store.isFailing()) && (await store.takeProbeTurn(probeMs))) {
+        const eventId = await jobs.probe();
+        if (eventId !== undefined) logger.debug({ event_id: eventId }, 'webhook endpoint probed');
+      }
+    } catch (err) {
+      logger.warn(
+        { err: { name: (err as Error).name, message: (err as Error).message } },
+        'webhook probe failed',
+      );
+    }
+  };
+  const probeTimer = probeMs > 0 ? setInterval(() => void probe(), probeMs) : undefined;
+  probeTimer?.unref();
+  worker.on('closing', () => {
+    clearInterval(timer);
+    clearInterval(probeTimer);
+  });
 
   return { name: WEBHOOK_DELIVERIES, queue, worker };
 }

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import type { OutboundEvent } from '../../src/delivery/outbound-event.ts';
 import { QueryJobDataSchema } from '../../src/queries/query-job.ts';
 import {
   API_KEY,
@@ -129,7 +129,7 @@ async function runLine(
   try {
     const patients = await preparePatients(p, settings.queries, `${name}-MRN`);
     const worker = await startWorker(ctx, `${name} worker`, { configPath, prefix, simulatorUrl });
-    const outbound = new Queue<ResultEvent>(config.delivery.outbound_queue.name, {
+    const outbound = new Queue<OutboundEvent>(config.delivery.outbound_queue.name, {
       connection: p.context.redis,
       prefix,
     });

@@ -36,6 +36,8 @@ export interface BenchContext {
   logLevel: string;
   /** The CROSSWALK_KEY shared by the bench and its child processes. */
   secret: string;
+  /** The OUTBOUND_KEY of the workers' outbound queue (the channel results are counted in). */
+  outboundKey: string;
   /** Progress lines (stderr). */
   say(message: string): void;
 }
@@ -82,10 +84,13 @@ export function benchRecord(i: number): AssembledPatient {
   };
 }
 
-/** Writes a `--config` file holding `queries` overrides; returns its path. */
+/**
+ * Writes a `--config` file holding `queries` overrides, with the outbound queue on (results are
+ * counted there); returns its path.
+ */
 export function writeConfig(ctx: BenchContext, name: string, queries: object): string {
   const path = join(ctx.tmpDir, `${name}.yaml`);
-  writeFileSync(path, stringify({ queries }));
+  writeFileSync(path, stringify({ queries, delivery: { outbound_queue: { enabled: true } } }));
   return path;
 }
 
@@ -182,6 +187,7 @@ export function workerEnv(
     SERVICE_BASE_URL: simulatorUrl,
     SERVICE_API_KEY: API_KEY,
     CROSSWALK_KEY: ctx.secret,
+    OUTBOUND_KEY: ctx.outboundKey,
     METRICS_PORT: String(metricsPort),
     LOG_LEVEL: ctx.logLevel,
     // e.g. BENCH_WORKER_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the workers.

@@ -4,6 +4,8 @@ import { registerAuditCommand } from './commands/audit.ts';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerIngestCommands } from './commands/ingest.ts';
 import { registerPatientCommands } from './commands/patient.ts';
+import { registerKeysCommand } from './commands/keys.ts';
+import { registerOutboundCommand } from './commands/outbound.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerSimulatorCommand } from './commands/simulator.ts';
@@ -30,6 +32,8 @@ registerReplayCommand(program);
 registerStatusCommand(program);
 registerPatientCommands(program);
 registerAuditCommand(program);
+registerOutboundCommand(program);
+registerKeysCommand(program);
 
 try {
   await program.parseAsync(process.argv);

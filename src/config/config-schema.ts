@@ -213,7 +213,15 @@ export const ConfigSchema = z.strictObject({
     outbound_queue: z.strictObject({
       enabled: z.boolean(),
       name: z.string().regex(/^[A-Za-z0-9_-]+$/),
-      retention: z.strictObject({ count: z.int().min(0), age_s: z.int().min(0) }),
+      /** Set only from the environment (`OUTBOUND_KEY`): seals `patient_id` for the consumer. */
+      key: z.string().min(1).optional(),
+      retention: z.strictObject({
+        /** Consumed (completed or failed) events kept: at most `count`, for at most `age_s`. */
+        count: z.int().min(0),
+        age_s: z.int().min(0),
+        /** An event nobody consumed within this time is dropped (and counted). */
+        waiting_age_s: z.int().positive(),
+      }),
     }),
     webhook: z.strictObject({
       /** `WEBHOOK_URL`; the webhook is on when set. */
@@ -230,6 +238,8 @@ export const ConfigSchema = z.strictObject({
         jitter: z.number().min(0).max(1),
       }),
       max_age_ms: z.int().positive(),
+      /** While the endpoint fails, one waiting delivery is tried this often (0 = never). */
+      probe_interval_ms: z.int().min(0),
       concurrency: z.int().min(1),
     }),
     dead_letters: z.strictObject({ retention_days: z.int().positive() }),

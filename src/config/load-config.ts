@@ -62,6 +62,7 @@ const ENV_PATHS: readonly [
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
   ['WEBHOOK_URL', ['delivery', 'webhook', 'url'], 'string'],
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
+  ['OUTBOUND_KEY', ['delivery', 'outbound_queue', 'key'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
   // Secrets and connections: lower-case proxy variables win, as in curl and Node.
@@ -86,6 +87,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['admin', 'tokens'], 'ADMIN_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
+  [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
   [['fhir', 'token'], 'FHIR_TOKEN'],
   // A proxy URL may carry a password.
   [['outbound', 'proxy'], 'HTTP_PROXY / HTTPS_PROXY / NO_PROXY'],

@@ -36,6 +36,13 @@ export function secretProblems(config: Config): ConfigProblem[] {
   const webhook = config.delivery.webhook.secret;
   if (webhook !== undefined)
     add('delivery.webhook.secret', checkWebhookSecret('WEBHOOK_SECRET', webhook));
+  const outboundKey = config.delivery.outbound_queue.key;
+  if (outboundKey !== undefined) {
+    add('delivery.outbound_queue.key', checkSecretKey('OUTBOUND_KEY', outboundKey));
+  }
+  config.admin.tokens?.forEach((token, index) => {
+    add(`admin.tokens.${index}`, checkToken(`ADMIN_TOKENS (token ${index + 1})`, token));
+  });
   config.ingest.tokens?.forEach((token, index) => {
     add(`ingest.tokens.${index}`, checkToken(`INGEST_TOKENS (token ${index + 1})`, token));
   });

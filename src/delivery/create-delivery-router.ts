@@ -1,11 +1,14 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config-schema.ts';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { ChangeDetector } from './change-detector.ts';
 import { DeliveryConfigError } from './delivery-config-error.ts';
+import { deliveryConfigProblems } from './delivery-config-problems.ts';
 import { DeliveryRouter } from './delivery-router.ts';
 import { OutboundQueueChannel } from './outbound-queue-channel.ts';
+import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
 import type { DeliveryChannel } from './result-sink.ts';
 import { WebhookChannel } from './webhook-channel.ts';
 
@@ -14,8 +17,12 @@ export interface CreateDeliveryRouterOptions {
   /** Any connection; the channels' queues only add jobs. */
   connection: Redis;
   prefix: string;
+  /** The crosswalk keys: events waiting for the webhook rest sealed with them. */
+  keys: CrosswalkKeys;
   logger: Logger;
   metrics?: PipelineMetrics;
+  /** Counts outbound events dropped unconsumed (`cw_outbound_queue_expired_total`). */
+  outboundMetrics?: OutboundQueueMetrics;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -32,38 +39,39 @@ export interface DeliveryRouting {
 /**
  * Builds the channels `delivery.*` enables — the outbound queue when `outbound_queue.enabled`, the
  * webhook when `webhook.url` is set (both may be on) — and the router in front of them. Throws a
- * {@link DeliveryConfigError} when no channel is enabled or the webhook has no secret.
+ * {@link DeliveryConfigError} on the first of {@link deliveryConfigProblems} (no channel, a webhook
+ * without secret, an outbound queue without `OUTBOUND_KEY`).
  */
 export function createDeliveryRouter({
   config,
   connection,
   prefix,
+  keys,
   logger,
   metrics,
+  outboundMetrics,
   now,
 }: CreateDeliveryRouterOptions): DeliveryRouting {
   const { delivery } = config;
-  if (delivery.webhook.url !== null && delivery.webhook.secret === undefined) {
-    throw new DeliveryConfigError(
-      'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
-    );
-  }
+  const [problem] = deliveryConfigProblems(config);
+  if (problem !== undefined) throw new DeliveryConfigError(problem.message);
   const channels: DeliveryChannel[] = [];
-  if (delivery.outbound_queue.enabled) {
+  const outbound = delivery.outbound_queue;
+  if (outbound.enabled && outbound.key !== undefined) {
     channels.push(
       new OutboundQueueChannel({
         connection,
         prefix,
-        name: delivery.outbound_queue.name,
-        retention: delivery.outbound_queue.retention,
+        name: outbound.name,
+        retention: outbound.retention,
+        key: outbound.key,
+        metrics: outboundMetrics,
+        now,
       }),
     );
   }
-  if (delivery.webhook.url !== null) channels.push(new WebhookChannel({ connection, prefix, now }));
-  if (channels.length === 0) {
-    throw new DeliveryConfigError(
-      'no output channel is enabled: enable delivery.outbound_queue or set WEBHOOK_URL',
-    );
+  if (delivery.webhook.url !== null) {
+    channels.push(new WebhookChannel({ connection, prefix, keys, now }));
   }
   const router = new DeliveryRouter({
     channels,

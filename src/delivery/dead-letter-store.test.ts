@@ -1,30 +1,33 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isolatedRedis } from '../../test/support/redis.ts';
+import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../identity/crosswalk-keys.ts';
 import type { DeadLetter } from './dead-letter.ts';
 import { DeadLetterStore } from './dead-letter-store.ts';
 
 let redis: Awaited<ReturnType<typeof isolatedRedis>>;
 let now = Date.parse('2026-11-02T08:00:00Z');
 let store: DeadLetterStore;
+const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
 beforeEach(async () => {
   redis = await isolatedRedis();
   store = new DeadLetterStore({
     redis: redis.redis,
     prefix: redis.prefix,
+    keys,
     retentionDays: 2,
     now: () => now,
   });
 });
 afterEach(() => redis.cleanup());
 
-const letter = (createdAt: string, category = 'END002'): DeadLetter => ({
+const letter = (createdAt: string, category = 'END002', psid = 'psid'): DeadLetter => ({
   event: {
     id: randomUUID(),
     type: 'concordance.completed',
     created_at: createdAt,
-    patient_id: 'p',
-    patient_service_id: 'psid',
+    patient_id: 'MRN-PLANTED-DL',
+    patient_service_id: psid,
     ccsr_category: category,
     record_version: 1,
     triggered_by: { event_ids: [], count: 0, first_update_at: null, last_update_at: null },
@@ -58,6 +61,45 @@ describe('DeadLetterStore', () => {
     expect(await store.remove(early.event.id)).toBe(true);
     expect(await store.remove(early.event.id)).toBe(false);
     expect(await store.count()).toBe(2);
+  });
+
+  it('keeps patient_id sealed at rest, bound to its event; only the crosswalk keys open it', async () => {
+    const kept = letter('2026-11-01T07:00:00.000Z');
+    await store.add(kept);
+    const raw = await redis.redis.hget(`${redis.prefix}:dead-letters:records`, kept.event.id);
+    expect(raw).not.toContain('MRN-PLANTED-DL');
+    expect(JSON.parse(raw ?? '{}')).toMatchObject({
+      event: { patient_id_sealed: expect.any(String), id: kept.event.id },
+    });
+    expect(await store.get(kept.event.id)).toEqual(kept);
+    const otherKeys = new DeadLetterStore({
+      redis: redis.redis,
+      prefix: redis.prefix,
+      keys: deriveCrosswalkKeys(generateCrosswalkSecret()),
+      now: () => now,
+    });
+    await expect(otherKeys.get(kept.event.id)).rejects.toThrow();
+    // Moved to another event id, the sealed value no longer opens (bound to its event).
+    const moved = JSON.parse(raw ?? '{}') as { event: { id: string } };
+    moved.event.id = randomUUID();
+    await redis.redis.hset(
+      `${redis.prefix}:dead-letters:records`,
+      kept.event.id,
+      JSON.stringify(moved),
+    );
+    await expect(store.get(kept.event.id)).rejects.toThrow();
+  });
+
+  it('purges one patient’s letters and keeps the others', async () => {
+    const mine = [
+      letter('2026-11-01T07:00:00.000Z', 'END002', 'psid-a'),
+      letter('2026-11-01T08:00:00.000Z', 'CIR007', 'psid-a'),
+    ];
+    const theirs = letter('2026-11-01T09:00:00.000Z', 'END002', 'psid-b');
+    for (const l of [...mine, theirs]) await store.add(l);
+    expect(await store.purgePatient('psid-a')).toBe(2);
+    expect((await store.list()).map((l) => l.event.id)).toEqual([theirs.event.id]);
+    expect(await store.purgePatient('psid-a')).toBe(0);
   });
 
   it('keeps a letter for the retention period from when it was dead-lettered', async () => {

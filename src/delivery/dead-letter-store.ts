@@ -1,5 +1,11 @@
 import type { ChainableCommander, Redis } from 'ioredis';
+import { z } from 'zod';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { DeadLetterSchema, type DeadLetter } from './dead-letter.ts';
+import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
+
+/** A letter as kept in Redis: its event's `patient_id` sealed (see `stored-event.ts`). */
+const KeptLetterSchema = DeadLetterSchema.extend({ event: z.unknown() });
 
 /** Drops letters past their retention from all three keys at once. */
 const PRUNE = `
@@ -15,6 +21,11 @@ return #expired
 export interface DeadLetterStoreOptions {
   redis: Redis;
   prefix: string;
+  /**
+   * Seal each letter's `patient_id` at rest. Only counting and removing work without them (the
+   * status command). @defaultValue none
+   */
+  keys?: CrosswalkKeys;
   /** How long a letter is kept (`delivery.dead_letters.retention_days`). @defaultValue 30 */
   retentionDays?: number;
   /** @defaultValue `Date.now` */
@@ -43,9 +54,11 @@ export class DeadLetterStore {
   readonly #expiry: string;
   readonly #retentionMs: number;
   readonly #now: () => number;
+  readonly #keys: CrosswalkKeys | undefined;
 
-  constructor({ redis, prefix, retentionDays = 30, now = Date.now }: DeadLetterStoreOptions) {
+  constructor({ redis, prefix, keys, retentionDays = 30, now = Date.now }: DeadLetterStoreOptions) {
     this.#redis = redis;
+    this.#keys = keys;
     this.#records = `${prefix}:dead-letters:records`;
     this.#byTime = `${prefix}:dead-letters:by-time`;
     this.#expiry = `${prefix}:dead-letters:expiry`;
@@ -61,7 +74,7 @@ export class DeadLetterStore {
   stage(multi: ChainableCommander, letter: DeadLetter): ChainableCommander {
     const id = letter.event.id;
     return multi
-      .hset(this.#records, id, JSON.stringify(DeadLetterSchema.parse(letter)))
+      .hset(this.#records, id, this.#seal(letter))
       .zadd(this.#byTime, Date.parse(letter.event.created_at), id)
       .zadd(this.#expiry, this.#now() + this.#retentionMs, id);
   }
@@ -84,7 +97,7 @@ export class DeadLetterStore {
   async get(id: string): Promise<DeadLetter | undefined> {
     await this.#prune();
     const raw = await this.#redis.hget(this.#records, id);
-    return raw === null ? undefined : DeadLetterSchema.parse(JSON.parse(raw));
+    return raw === null ? undefined : this.#open(raw);
   }
 
   /** The letters kept, oldest event first. */
@@ -99,7 +112,7 @@ export class DeadLetterStore {
       const raws = await this.#redis.hmget(this.#records, ...page);
       for (const raw of raws) {
         if (raw === null) continue;
-        const letter = DeadLetterSchema.parse(JSON.parse(raw));
+        const letter = this.#open(raw);
         if (filter.category === undefined || letter.event.ccsr_category === filter.category) {
           letters.push(letter);
         }
@@ -108,9 +121,43 @@ export class DeadLetterStore {
     return letters;
   }
 
+  /** Removes every letter of a patient; returns how many. */
+  async purgePatient(patientServiceId: string): Promise<number> {
+    const ids: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, entries] = await this.#redis.hscan(this.#records, cursor, 'COUNT', 500);
+      cursor = next;
+      for (let i = 0; i + 1 < entries.length; i += 2) {
+        // The service id rests in clear (it identifies no one outside this pipeline).
+        const kept = KeptLetterSchema.parse(JSON.parse(entries[i + 1] ?? ''));
+        const event = kept.event as { patient_service_id?: unknown };
+        if (event.patient_service_id === patientServiceId) ids.push(entries[i] ?? '');
+      }
+    } while (cursor !== '0');
+    for (const id of ids) await this.remove(id);
+    return ids.length;
+  }
+
   async count(): Promise<number> {
     await this.#prune();
     return this.#redis.hlen(this.#records);
+  }
+
+  get #sealing(): CrosswalkKeys {
+    if (this.#keys === undefined)
+      throw new Error('dead letters are sealed: pass the crosswalk keys');
+    return this.#keys;
+  }
+
+  #seal(letter: DeadLetter): string {
+    const checked = DeadLetterSchema.parse(letter);
+    return JSON.stringify({ ...checked, event: sealStoredEvent(checked.event, this.#sealing) });
+  }
+
+  #open(raw: string): DeadLetter {
+    const kept = KeptLetterSchema.parse(JSON.parse(raw));
+    return { ...kept, event: openStoredEvent(kept.event, this.#sealing) };
   }
 
   async #prune(): Promise<void> {

@@ -1,37 +1,84 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { sealOutboundEvent, type OutboundEvent } from './outbound-event.ts';
+import { outboundAesKey } from './outbound-seal.ts';
+import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
 import type { ResultEvent } from './result-event.ts';
+import type { DeliveryChannel } from './result-sink.ts';
+
+/** How often, at most, waiting events past their retention are looked for (on a hand-over). */
+const TRIM_EVERY_MS = 60_000;
 
 export interface OutboundQueueChannelOptions {
   connection: Redis;
   prefix: string;
   /** @defaultValue 'concordance-results' */
   name: string;
-  /** How many consumed events to keep, and for how long (seconds). */
-  retention: { count: number; age_s: number };
+  /** `delivery.outbound_queue.retention`. */
+  retention: { count: number; age_s: number; waiting_age_s: number };
+  /** `OUTBOUND_KEY`: seals each event's `patient_id` (see `openOutboundEvent`). */
+  key: string;
+  metrics?: OutboundQueueMetrics;
+  /** @defaultValue `Date.now` */
+  now?: () => number;
 }
 
 /**
- * Hands result events to the hospital's own consumers through a BullMQ queue. The job id is the
- * event id, so a redelivery after a crash adds nothing.
+ * Hands result events to the hospital's own consumers through a BullMQ queue, `patient_id`
+ * sealed under `OUTBOUND_KEY` (an {@link OutboundEvent}). The job id is the event id, so a
+ * redelivery after a crash adds nothing. Bounded: consumed events are kept `retention.count` /
+ * `age_s`; events nobody consumes are dropped after `waiting_age_s`.
  */
-export class OutboundQueueChannel {
+export class OutboundQueueChannel implements DeliveryChannel {
   readonly name = 'queue';
-  readonly queue: Queue<ResultEvent>;
+  readonly queue: Queue<OutboundEvent>;
   readonly #retention: OutboundQueueChannelOptions['retention'];
+  readonly #aesKey: Buffer;
+  readonly #metrics: OutboundQueueMetrics | undefined;
+  readonly #now: () => number;
+  #lastTrim = 0;
 
-  constructor({ connection, prefix, name, retention }: OutboundQueueChannelOptions) {
-    this.queue = new Queue<ResultEvent>(name, { connection, prefix });
+  constructor({
+    connection,
+    prefix,
+    name,
+    retention,
+    key,
+    metrics,
+    now = Date.now,
+  }: OutboundQueueChannelOptions) {
+    this.queue = new Queue<OutboundEvent>(name, { connection, prefix });
     this.#retention = retention;
+    this.#aesKey = outboundAesKey(key);
+    this.#metrics = metrics;
+    this.#now = now;
   }
 
   async deliver(event: ResultEvent): Promise<void> {
     const keep = { count: this.#retention.count, age: this.#retention.age_s };
-    await this.queue.add(event.type, event, {
+    await this.queue.add(event.type, sealOutboundEvent(event, this.#aesKey), {
       jobId: event.id,
+      timestamp: this.#now(),
       removeOnComplete: keep,
       removeOnFail: keep,
     });
+    if (this.#now() - this.#lastTrim >= TRIM_EVERY_MS) await this.trimExpired();
+  }
+
+  /**
+   * Drops waiting events older than `retention.waiting_age_s` (nobody consumed them); returns how
+   * many. Runs on a hand-over at most once a minute: when nothing is handed over, nothing grows.
+   */
+  async trimExpired(): Promise<number> {
+    this.#lastTrim = this.#now();
+    let removed = 0;
+    for (;;) {
+      const ids = await this.queue.clean(this.#retention.waiting_age_s * 1_000, 1_000, 'wait');
+      removed += ids.length;
+      if (ids.length < 1_000) break;
+    }
+    if (removed > 0) this.#metrics?.expired.inc({ queue: this.queue.name }, removed);
+    return removed;
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { DeadLetter } from './dead-letter.ts';
 import type { DeadLetterStore } from './dead-letter-store.ts';
 import type { ResultEvent } from './result-event.ts';
@@ -11,6 +12,8 @@ import { queryKeyOf, WebhookDeliveryStore } from './webhook-delivery-store.ts';
 export interface WebhookChannelOptions {
   connection: Redis;
   prefix: string;
+  /** The crosswalk keys: a waiting event's `patient_id` rests sealed with them. */
+  keys: CrosswalkKeys;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -38,9 +41,9 @@ export class WebhookChannel implements DeliveryChannel {
   readonly #redis: Redis;
   readonly #now: () => number;
 
-  constructor({ connection, prefix, now = Date.now }: WebhookChannelOptions) {
+  constructor({ connection, prefix, keys, now = Date.now }: WebhookChannelOptions) {
     this.queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix });
-    this.store = new WebhookDeliveryStore({ redis: connection, prefix });
+    this.store = new WebhookDeliveryStore({ redis: connection, prefix, keys });
     this.#jobs = new WebhookDeliveryJobs(this.queue, this.store);
     this.#redis = connection;
     this.#now = now;

@@ -44,6 +44,43 @@ export class WebhookDeliveryJobs {
   }
 
   /**
+   * Runs now every line's first event that waits out a retry backoff (the endpoint answers again:
+   * no need to wait). Only heads are woken, so per-key order holds. Returns how many were woken.
+   */
+  async resume(): Promise<number> {
+    let woken = 0;
+    for await (const key of this.#store.keys()) {
+      const head = await this.#store.head(key);
+      if (head !== undefined && (await this.#promoteRetry(head))) woken += 1;
+    }
+    return woken;
+  }
+
+  /**
+   * Tries one delivery waiting out its backoff now, as a probe of an endpoint that was failing;
+   * returns its event id (undefined when none waits). Its success resumes the rest.
+   */
+  async probe(): Promise<string | undefined> {
+    for await (const key of this.#store.keys()) {
+      const head = await this.#store.head(key);
+      if (head !== undefined && (await this.#promoteRetry(head))) return head;
+    }
+    return undefined;
+  }
+
+  async #promoteRetry(eventId: string): Promise<boolean> {
+    const state = await this.#store.state(eventId);
+    if (state?.state !== 'pending' || state.attempts === 0) return false;
+    const job = await this.#queue.getJob(state.job);
+    if (job === undefined || (await job.getState()) !== 'delayed') return false;
+    // It may have left the delayed set in between (its own timer): fine either way.
+    return job.promote().then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /**
    * Wakes the first event of every non-empty line. Heals what a crash can leave behind: a head
    * whose job was never added (killed between the store and the queue), or a parked job whose
    * predecessor's worker died before waking it.

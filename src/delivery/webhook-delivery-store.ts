@@ -1,5 +1,7 @@
 import type { ChainableCommander, Redis } from 'ioredis';
-import { ResultEventSchema, type ResultEvent } from './result-event.ts';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import type { ResultEvent } from './result-event.ts';
+import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
 import { DeadLetterErrorSchema, type DeadLetterError } from './dead-letter.ts';
 
 /** Hands an event to the webhook once: a second hand-over of the same id changes nothing. */
@@ -65,9 +67,20 @@ end
 return head
 `;
 
+/** Empties one key's line: its waiting events (sealed payloads and state) and the line itself. */
+const PURGE_LINE = `
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+for _, id in ipairs(ids) do redis.call('DEL', ARGV[1] .. id) end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[2])
+return #ids
+`;
+
 export interface WebhookDeliveryStoreOptions {
   redis: Redis;
   prefix: string;
+  /** Seal each waiting event's `patient_id` at rest (see `stored-event.ts`). */
+  keys: CrosswalkKeys;
   /**
    * How long a delivered event's marker is kept: a hand-over of the same event id within this time
    * makes no second POST. @defaultValue 7 days
@@ -119,10 +132,12 @@ export class WebhookDeliveryStore {
   readonly #prefix: string;
   readonly #deliveredTtlS: number;
   readonly #deadTtlS: number;
+  readonly #keys: CrosswalkKeys;
 
   constructor({
     redis,
     prefix,
+    keys,
     deliveredTtlS = 7 * 86_400,
     deadTtlS = 30 * 86_400,
   }: WebhookDeliveryStoreOptions) {
@@ -130,6 +145,7 @@ export class WebhookDeliveryStore {
     this.#prefix = prefix;
     this.#deliveredTtlS = deliveredTtlS;
     this.#deadTtlS = deadTtlS;
+    this.#keys = keys;
   }
 
   #eventKey(id: string): string {
@@ -146,6 +162,40 @@ export class WebhookDeliveryStore {
 
   get #keysKey(): string {
     return `${this.#prefix}:webhook:keys`;
+  }
+
+  get #failingKey(): string {
+    return `${this.#prefix}:webhook:failing`;
+  }
+
+  /**
+   * Notes that an attempt failed and will be retried: the endpoint may be down. Shared by every
+   * worker process, so that whichever sees the next success wakes the deliveries all of them
+   * parked in backoff.
+   */
+  async markFailing(now: number, ttlMs: number): Promise<void> {
+    await this.#redis.set(this.#failingKey, String(now), 'PX', Math.max(1, ttlMs));
+  }
+
+  /** Whether an attempt failed since the last success. */
+  async isFailing(): Promise<boolean> {
+    return (await this.#redis.exists(this.#failingKey)) === 1;
+  }
+
+  /** Clears the mark after a success; true for the one caller that cleared it. */
+  async clearFailing(): Promise<boolean> {
+    return (await this.#redis.del(this.#failingKey)) === 1;
+  }
+
+  /**
+   * About one probe per `intervalMs` across all workers: true for the caller that gets the turn.
+   * The turn lasts a little less than the interval, so that the same worker's next tick finds it
+   * free (timers fire a little early or late).
+   */
+  async takeProbeTurn(intervalMs: number): Promise<boolean> {
+    const key = `${this.#prefix}:webhook:probe`;
+    const ttl = Math.max(1, Math.floor(intervalMs * 0.8));
+    return (await this.#redis.set(key, '1', 'PX', ttl, 'NX')) === 'OK';
   }
 
   /**
@@ -176,7 +226,7 @@ export class WebhookDeliveryStore {
       this.#keysKey,
       event.id,
       key,
-      JSON.stringify(event),
+      JSON.stringify(sealStoredEvent(event, this.#keys)),
       now,
     ];
   }
@@ -196,7 +246,8 @@ export class WebhookDeliveryStore {
       return {
         kind,
         key,
-        event: ResultEventSchema.parse(JSON.parse(a ?? '')),
+        // Opened only now, just before it is sent.
+        event: openStoredEvent(JSON.parse(a ?? ''), this.#keys),
         enqueuedAt: Number(b),
         attempt: Number(c),
         firstAttemptAt: Number(d),
@@ -289,6 +340,30 @@ export class WebhookDeliveryStore {
   /** The ids in `key`'s line, first to last. */
   async line(key: string): Promise<string[]> {
     return this.#redis.zrange(this.#lineKey(key), '0', '-1');
+  }
+
+  /**
+   * Removes every event of a patient still waiting for the webhook (all its categories' lines);
+   * returns how many. A delivery job of a removed event finds it missing and ends without sending.
+   * Dead letters are kept elsewhere: see `DeadLetterStore.purgePatient`.
+   */
+  async purgePatient(patientServiceId: string): Promise<number> {
+    const lines: string[] = [];
+    for await (const key of this.keys()) {
+      if (key.startsWith(`${patientServiceId}/`)) lines.push(key);
+    }
+    let removed = 0;
+    for (const key of lines) {
+      removed += (await this.#redis.eval(
+        PURGE_LINE,
+        2,
+        this.#lineKey(key),
+        this.#keysKey,
+        this.#eventKey(''),
+        key,
+      )) as number;
+    }
+    return removed;
   }
 
   /** Every key whose line is not empty, in pages (for the recovery sweep). */

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Config } from '../config/config-schema.ts';
+import { purgePatientDeliveries } from '../delivery/purge-patient-deliveries.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PatientAdmin } from '../privacy/patient-admin.ts';
@@ -10,15 +11,25 @@ import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 
 /**
  * The stores beyond the core ones that hold a patient's data and forget it on a purge: result
- * events waiting in the outbound queue (when it is on). Pending webhook events and dead letters
- * plug in here too (`WebhookDeliveryStore.purgePatient`). `queues` are the queues opened for them.
+ * events waiting for the webhook, dead letters, and events waiting in the outbound queue (when it
+ * is on). `queues` are the queues opened for them.
  */
 export function patientErasers(
   config: Config,
   redis: Redis,
+  keys: CrosswalkKeys,
 ): { erasers: PatientEraser[]; queues: Queue[] } {
   const prefix = config.redis.prefix;
-  const erasers: PatientEraser[] = [];
+  const erasers: PatientEraser[] = [
+    {
+      // Result events waiting for the webhook, and dead letters (their patient_id is sealed).
+      name: 'webhook_events',
+      async erase(patientServiceId) {
+        const purged = await purgePatientDeliveries({ redis, prefix, keys }, patientServiceId);
+        return purged.pending + purged.deadLetters;
+      },
+    },
+  ];
   const queues: Queue[] = [];
   const outbound = config.delivery.outbound_queue;
   if (outbound.enabled) {
@@ -42,7 +53,7 @@ export function patientAdminFor(options: {
   queue?: Queue;
 }): { admin: PatientAdmin; close(): Promise<void> } {
   const { config, redis, keys, logger } = options;
-  const { erasers, queues } = patientErasers(config, redis);
+  const { erasers, queues } = patientErasers(config, redis, keys);
   const queue =
     options.queue ??
     new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix: config.redis.prefix });

@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
+import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -29,6 +30,8 @@ export interface PipelineContext {
   metrics: Registry;
   /** The `cw_` metrics on {@link PipelineContext.metrics}. */
   pipelineMetrics: PipelineMetrics;
+  /** The outbound queue's consumer-lag metrics, on the same registry (every process shows them). */
+  outboundMetrics: OutboundQueueMetrics;
 }
 
 export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
@@ -65,6 +68,7 @@ export function pipelineContext(
     state: new QueryState({ redis, prefix }),
     metrics,
     pipelineMetrics: new PipelineMetrics(metrics),
+    outboundMetrics: new OutboundQueueMetrics(metrics),
   };
 }
 
@@ -84,12 +88,17 @@ export function queryScheduler(context: PipelineContext): QueryScheduler {
   });
 }
 
+/** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY`. */
 export function outboundChannel(context: PipelineContext, connection: Redis): OutboundQueueChannel {
   const outbound = context.config.delivery.outbound_queue;
+  if (outbound.key === undefined) {
+    throw new StartupError('OUTBOUND_KEY is not set: the outbound queue seals patient_id with it');
+  }
   return new OutboundQueueChannel({
     connection,
     prefix: context.prefix,
     name: outbound.name,
     retention: outbound.retention,
+    key: outbound.key,
   });
 }

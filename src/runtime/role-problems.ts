@@ -1,4 +1,5 @@
 import { ConfigError, type ConfigProblem } from '../config/config-error.ts';
+import { deliveryConfigProblems } from '../delivery/delivery-config-problems.ts';
 import type { Config } from '../config/config-schema.ts';
 import { builtInProxySupported } from '../connections/outbound-agents.ts';
 import { pemProblem, type PemKind } from '../connections/pem-problems.ts';
@@ -122,19 +123,8 @@ export function roleProblems(config: Config, role: Role): ConfigProblem[] {
         message: 'SERVICE_API_KEY is not set: the workers cannot call the service',
       });
     }
-    const { delivery } = config;
-    if (!delivery.outbound_queue.enabled && delivery.webhook.url === null) {
-      problems.push({
-        path: 'delivery',
-        message: 'no output channel is enabled: enable delivery.outbound_queue or set WEBHOOK_URL',
-      });
-    }
-    if (delivery.webhook.url !== null && delivery.webhook.secret === undefined) {
-      problems.push({
-        path: 'delivery.webhook.secret',
-        message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
-      });
-    }
+    // Results with nowhere to go, a webhook without its secret, an outbound queue without its key.
+    problems.push(...deliveryConfigProblems(config));
   }
   return problems;
 }

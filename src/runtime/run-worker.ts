@@ -8,6 +8,7 @@ import { createServiceClient } from '../service/create-service-client.ts';
 import { createDeliveryRouter } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
+import { WebhookChannel } from '../delivery/webhook-channel.ts';
 import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { buildHealthApp } from './health-app.ts';
@@ -91,12 +92,17 @@ export async function runWorker(
     }),
   );
   // Throws before any worker starts when no channel is enabled or the webhook has no secret.
+  const { outboundMetrics } = context;
+  // Throws before any worker starts when no channel is enabled, the webhook has no secret or the
+  // outbound queue no OUTBOUND_KEY.
   const delivery = createDeliveryRouter({
     config,
     connection: redis,
     prefix: context.prefix,
+    keys,
     logger,
     metrics,
+    outboundMetrics,
   });
   const registry = new WorkerRegistry(workerCloseBudgetMs(config), (queue, outcome) => {
     if (outcome === 'closed') return;
@@ -110,7 +116,12 @@ export async function runWorker(
   const outboundQueues = delivery.channels.flatMap((channel) =>
     channel instanceof OutboundQueueChannel ? [channel.queue] : [],
   );
-  for (const queue of outboundQueues) outages.listen(queue.name, queue);
+  // Every channel's queue gets the outage log's listener (else ioredis prints raw dumps).
+  for (const channel of delivery.channels) {
+    if (channel instanceof OutboundQueueChannel || channel instanceof WebhookChannel) {
+      outages.listen(`${channel.queue.name} (channel)`, channel.queue);
+    }
+  }
 
   const health = buildHealthApp({
     metrics: context.metrics,
@@ -151,18 +162,28 @@ export async function runWorker(
           config,
           connection: redis,
           prefix: context.prefix,
+          keys,
           logger,
           metrics,
           deadLetters: new DeadLetterStore({
             redis,
             prefix: context.prefix,
+            keys,
             retentionDays: config.delivery.dead_letters.retention_days,
           }),
         }),
       );
     }
     // Every queue this process knows, read on each scrape.
-    unwatch = metrics.watchQueues(...registry.entries.map((e) => e.queue), ...outboundQueues);
+    const unwatchQueues = metrics.watchQueues(
+      ...registry.entries.map((e) => e.queue),
+      ...outboundQueues,
+    );
+    const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
+    unwatch = () => {
+      unwatchQueues();
+      for (const stop of unwatchLag) stop();
+    };
     logger.info({ url, queues: registry.entries.map((e) => e.name) }, 'workers started');
   };
   const ready = start();

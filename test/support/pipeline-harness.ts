@@ -1,7 +1,11 @@
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { initConcordanceQueries, type QueryJobResult } from '../../workers/concordance-queries.ts';
+import {
+  initConcordanceQueries,
+  type QueryJobResult,
+  type ResultSink,
+} from '../../workers/concordance-queries.ts';
 import type { Config } from '../../src/config/config-schema.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { serviceClientOptions } from '../../src/config/service-client-options.ts';
@@ -27,19 +31,24 @@ import { createServiceClient } from '../../src/service/create-service-client.ts'
 import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import { captureLogs, type LogCapture } from './log-capture.ts';
+import { newOutboundKey, openedEvents } from './outbound.ts';
 import { isolatedRedis, testRedisUrl } from './redis.ts';
 
 export const API_KEY = 'pipeline-test-key';
 
-/** Fast settings: a short debounce and quick polls, so tests run in seconds. */
+/** Fast settings: a short debounce and quick polls, so tests run in seconds; the outbound queue on. */
 export function testConfig(overrides: { queries?: Partial<Config['queries']> } = {}): Config {
-  const config = loadConfig({ env: { SERVICE_API_KEY: API_KEY } });
+  const config = loadConfig({ env: { SERVICE_API_KEY: API_KEY, OUTBOUND_KEY: newOutboundKey() } });
   return {
     ...config,
     // Tests tell submissions apart by a short `metadata.marker`: let it through to the service.
     privacy: {
       ...config.privacy,
       metadata_allowed_keys: [...config.privacy.metadata_allowed_keys, 'marker'],
+    },
+    delivery: {
+      ...config.delivery,
+      outbound_queue: { ...config.delivery.outbound_queue, enabled: true },
     },
     queries: {
       ...config.queries,
@@ -120,6 +129,13 @@ export class PipelineHarness {
   /** The CROSSWALK_KEY shared with worker processes started by the test. */
   readonly secret: string;
 
+  /** The OUTBOUND_KEY of {@link config} (worker processes get it too). */
+  get outboundKey(): string {
+    const key = this.config.delivery.outbound_queue.key;
+    if (key === undefined) throw new Error('the harness config has no OUTBOUND_KEY');
+    return key;
+  }
+
   private constructor(parts: {
     secret: string;
     config: Config;
@@ -158,6 +174,7 @@ export class PipelineHarness {
       SERVICE_BASE_URL: this.simulator.url,
       SERVICE_API_KEY: API_KEY,
       CROSSWALK_KEY: this.secret,
+      OUTBOUND_KEY: this.outboundKey,
       METRICS_PORT: '0',
       LOG_LEVEL: 'debug',
     };
@@ -218,6 +235,8 @@ export class PipelineHarness {
   async startWorker(
     apiKey = API_KEY,
     baseUrl = this.simulator.url,
+    /** Where results go. @defaultValue the outbound queue alone */
+    sink: ResultSink = this.outbound,
   ): Promise<{ close(): Promise<void> }> {
     const connection = workerConnection(testRedisUrl(), 'test-worker');
     const client = createServiceClient(
@@ -240,7 +259,7 @@ export class PipelineHarness {
       state: this.state,
       records: this.records,
       crosswalk: this.crosswalk,
-      sink: this.outbound,
+      sink,
       logger: this.logs.logger,
       metrics: this.metrics,
       onOutcome: (result, data) => this.#ended.push({ result, data }),
@@ -320,10 +339,10 @@ export class PipelineHarness {
       throw new Error(`faults refused: ${response.status} ${await response.text()}`);
   }
 
-  /** The events in the outbound queue, oldest first. */
+  /** The events in the outbound queue, opened with the outbound key, oldest first. */
   async delivered(): Promise<ResultEvent[]> {
-    const jobs = await this.outbound.queue.getJobs(['wait', 'completed', 'active', 'delayed']);
-    return jobs.map((job) => job.data).sort((a, b) => a.created_at.localeCompare(b.created_at));
+    const events = await openedEvents(this.outbound.queue, this.outboundKey);
+    return events.sort((a, b) => a.created_at.localeCompare(b.created_at));
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import type { ResultEvent } from '../../src/delivery/result-event.ts';
 import { generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
 import { CliProcess } from '../../tools/cli-process.ts';
+import { newOutboundKey, openedEvents, OUTBOUND_QUEUE_LINES } from './outbound.ts';
 import { isolatedRedis, testRedisUrl } from './redis.ts';
 
 /** A request as the local service logged it. */
@@ -26,8 +27,11 @@ export interface PipelineProcesses {
   apiKey: string;
   /** A bearer token the ingester accepts. */
   token: string;
-  /** The outbound results queue, as a hospital's consumer would read it. */
-  results: Queue<ResultEvent>;
+  /** The outbound results queue (events as the consumer takes them: `patient_id` sealed). */
+  results: Queue;
+  /** The `OUTBOUND_KEY` the pipeline seals with. */
+  outboundKey: string;
+  /** The events of the outbound queue, opened with {@link outboundKey}. */
   delivered(): Promise<ResultEvent[]>;
   /** Everything the local service received. */
   requests(): Promise<LoggedRequest[]>;
@@ -36,7 +40,8 @@ export interface PipelineProcesses {
 
 /**
  * `concordance-worker simulator` and `concordance-worker start` as separate processes, configured
- * through the environment (as the README shows) and a config file of `configLines` (fast polls).
+ * through the environment (as the README shows) and a config file of `configLines` (fast polls),
+ * with the outbound queue on.
  */
 export async function startPipelineProcesses(options: {
   apiKey: string;
@@ -62,7 +67,8 @@ export async function startPipelineProcesses(options: {
   const simulatorUrl =
     /listening on (\S+)/.exec(await simulator.waitForLine('listening on'))?.[1] ?? '';
   const config = join(mkdtempSync(join(tmpdir(), 'cw-processes-')), 'config.yaml');
-  writeFileSync(config, options.configLines.join('\n'));
+  writeFileSync(config, [...options.configLines, ...OUTBOUND_QUEUE_LINES].join('\n'));
+  const outboundKey = newOutboundKey();
   const start = new CliProcess(['--config', config, 'start'], {
     REDIS_URL: options.redisUrl ?? testRedisUrl(),
     REDIS_PREFIX: redis.prefix,
@@ -70,6 +76,7 @@ export async function startPipelineProcesses(options: {
     SERVICE_API_KEY: apiKey,
     INGEST_TOKENS: token,
     CROSSWALK_KEY: generateCrosswalkSecret(),
+    OUTBOUND_KEY: outboundKey,
     INGEST_PORT: '0',
     INGEST_HOST: '127.0.0.1',
     MLLP_PORT: '0',
@@ -81,7 +88,7 @@ export async function startPipelineProcesses(options: {
     url: string;
     mllp_port: number;
   };
-  const results = new Queue<ResultEvent>('concordance-results', {
+  const results = new Queue('concordance-results', {
     connection: new Redis(testRedisUrl(), { maxRetriesPerRequest: null }),
     prefix: redis.prefix,
   });
@@ -94,8 +101,8 @@ export async function startPipelineProcesses(options: {
     apiKey,
     token,
     results,
-    delivered: async () =>
-      (await results.getJobs(['wait', 'active', 'completed'])).map((job) => job.data),
+    outboundKey,
+    delivered: () => openedEvents(results, outboundKey),
     requests: async () =>
       (await (
         await fetch(`${simulatorUrl}/_admin/requests`, { headers: { 'x-admin-key': apiKey } })

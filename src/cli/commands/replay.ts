@@ -9,6 +9,7 @@ import { createLogger } from '../../observability/logger.ts';
 import { cliActor } from '../../privacy/audit-actor.ts';
 import { AuditLog } from '../../privacy/audit-log.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
+import { crosswalkKeysFrom } from '../../runtime/pipeline-context.ts';
 
 interface ReplayOptions {
   since?: Date;
@@ -43,15 +44,18 @@ export function registerReplayCommand(program: Command): void {
     .option('--dry-run', 'list what would be re-driven and change nothing')
     .action(async (options: ReplayOptions) => {
       const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      // Dead letters rest sealed with the crosswalk keys.
+      const keys = crosswalkKeysFrom(config);
       // Fails fast when Redis is unreachable, instead of waiting for it like a worker would.
       const redis = requestConnection(config.redis, 'cw-replay', { enableOfflineQueue: true });
       const prefix = config.redis.prefix;
       const deadLetters = new DeadLetterStore({
         redis,
         prefix,
+        keys,
         retentionDays: config.delivery.dead_letters.retention_days,
       });
-      const channel = new WebhookChannel({ connection: redis, prefix });
+      const channel = new WebhookChannel({ connection: redis, prefix, keys });
       try {
         const replayed = await replayDeadLetters({
           deadLetters,

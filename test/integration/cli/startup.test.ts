@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
+import { newOutboundKey, OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 
 function badConfig(): string {
@@ -19,6 +20,12 @@ function badConfig(): string {
       'ingest: { port: 70000 }',
     ].join('\n'),
   );
+  return path;
+}
+
+function outboundConfig(): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'cw-outbound-')), 'config.yaml');
+  writeFileSync(path, OUTBOUND_QUEUE_LINES.join('\n'));
   return path;
 }
 
@@ -78,6 +85,55 @@ describe('start-up checks', () => {
         expect(result.output).toContain(path);
       }
       expect(result.output).not.toContain('a'.repeat(16));
+    }
+  });
+
+  it('config check accepts the defaults with a delivery channel, and says when there is none', async () => {
+    const secrets = {
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+      INGEST_TOKENS: randomBytes(24).toString('base64'),
+      SERVICE_API_KEY: randomBytes(20).toString('hex'),
+    };
+    const none = await run(['config', 'check'], secrets);
+    expect(none.code).toBe(1);
+    expect(none.output).toContain('no delivery channel is configured');
+
+    const webhook = await run(['config', 'check'], {
+      ...secrets,
+      WEBHOOK_URL: 'https://hospital.example/results',
+      WEBHOOK_SECRET: `whsec_${randomBytes(24).toString('base64')}`,
+    });
+    expect(webhook.code, webhook.output).toBe(0);
+    expect(webhook.output).toContain('configuration is valid');
+
+    const queueWithoutKey = await run(['--config', outboundConfig(), 'config', 'check'], secrets);
+    expect(queueWithoutKey.code).toBe(1);
+    expect(queueWithoutKey.output).toContain(
+      'delivery.outbound_queue.key: the outbound queue is enabled but OUTBOUND_KEY is not set',
+    );
+    const queue = await run(['--config', outboundConfig(), 'config', 'check'], {
+      ...secrets,
+      OUTBOUND_KEY: newOutboundKey(),
+    });
+    expect(queue.code, queue.output).toBe(0);
+  });
+
+  it('start and work refuse to run with no delivery channel, or an outbound queue without its key', async () => {
+    const env = {
+      SERVICE_API_KEY: randomBytes(20).toString('hex'),
+      INGEST_TOKENS: randomBytes(24).toString('base64'),
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+      METRICS_PORT: '0',
+      INGEST_PORT: '0',
+      MLLP_PORT: '0',
+    };
+    for (const command of ['start', 'work']) {
+      const none = await run([command], env);
+      expect(none.code).toBe(1);
+      expect(none.output).toContain('no delivery channel is configured');
+      const noKey = await run(['--config', outboundConfig(), command], env);
+      expect(noKey.code).toBe(1);
+      expect(noKey.output).toContain('the outbound queue is enabled but OUTBOUND_KEY is not set');
     }
   });
 

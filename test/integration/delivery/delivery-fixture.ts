@@ -10,10 +10,16 @@ import {
 import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { WebhookChannel } from '../../../src/delivery/webhook-channel.ts';
+import {
+  deriveCrosswalkKeys,
+  generateCrosswalkSecret,
+  type CrosswalkKeys,
+} from '../../../src/identity/crosswalk-keys.ts';
 import { PipelineMetrics } from '../../../src/observability/pipeline-metrics.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
 import { captureLogs, type LogCapture } from '../../support/log-capture.ts';
+import { newOutboundKey } from '../../support/outbound.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
 import {
   startWebhookReceiver,
@@ -31,9 +37,15 @@ export function deliveryConfig(
     only_changed?: boolean;
     outbound_queue?: boolean;
     max_age_ms?: number;
+    /** @defaultValue 50 ms first, capped at 400 ms */
+    backoff?: Config['delivery']['webhook']['backoff'];
+    /** @defaultValue 0 (no probe) */
+    probe_interval_ms?: number;
   } = {},
 ): Config {
-  const config = loadConfig({ env: { WEBHOOK_URL: url, WEBHOOK_SECRET: secret } });
+  const config = loadConfig({
+    env: { WEBHOOK_URL: url, WEBHOOK_SECRET: secret, OUTBOUND_KEY: newOutboundKey() },
+  });
   return {
     ...config,
     delivery: {
@@ -45,8 +57,9 @@ export function deliveryConfig(
       },
       webhook: {
         ...config.delivery.webhook,
-        backoff: { first_delay_ms: 50, max_delay_ms: 400, jitter: 0.2 },
+        backoff: delivery.backoff ?? { first_delay_ms: 50, max_delay_ms: 400, jitter: 0.2 },
         max_age_ms: delivery.max_age_ms ?? 60_000,
+        probe_interval_ms: delivery.probe_interval_ms ?? 0,
       },
     },
   };
@@ -94,6 +107,9 @@ export class DeliveryFixture {
   readonly registry: Registry;
   readonly routing: DeliveryRouting;
   readonly deadLetters: DeadLetterStore;
+  /** The crosswalk keys events rest sealed with, and the CROSSWALK_KEY they come from. */
+  readonly keys: CrosswalkKeys;
+  readonly crosswalkSecret: string;
   readonly #closers: (() => Promise<unknown>)[];
 
   private constructor(parts: {
@@ -106,8 +122,12 @@ export class DeliveryFixture {
     registry: Registry;
     routing: DeliveryRouting;
     deadLetters: DeadLetterStore;
+    keys: CrosswalkKeys;
+    crosswalkSecret: string;
     closers: (() => Promise<unknown>)[];
   }) {
+    this.keys = parts.keys;
+    this.crosswalkSecret = parts.crosswalkSecret;
     this.secret = parts.secret;
     this.receiver = parts.receiver;
     this.config = parts.config;
@@ -137,14 +157,17 @@ export class DeliveryFixture {
     const logs = captureLogs();
     const registry = new Registry();
     const metrics = new PipelineMetrics(registry);
+    const crosswalkSecret = generateCrosswalkSecret();
+    const keys = deriveCrosswalkKeys(crosswalkSecret);
     const routing = createDeliveryRouter({
       config,
       connection: redis,
       prefix,
+      keys,
       logger: logs.logger,
       metrics,
     });
-    const deadLetters = new DeadLetterStore({ redis, prefix });
+    const deadLetters = new DeadLetterStore({ redis, prefix, keys });
     const fixture = new DeliveryFixture({
       secret,
       receiver,
@@ -155,6 +178,8 @@ export class DeliveryFixture {
       registry,
       routing,
       deadLetters,
+      keys,
+      crosswalkSecret,
       closers: [() => routing.close(), () => receiver.close(), () => isolated.cleanup()],
     });
     for (let i = 0; i < (options.workers ?? 1); i++) await fixture.startWorker();
@@ -168,6 +193,7 @@ export class DeliveryFixture {
       config: this.config,
       connection,
       prefix: this.prefix,
+      keys: this.keys,
       logger: this.logs.logger,
       metrics: this.metrics,
       deadLetters: this.deadLetters,

@@ -16,6 +16,7 @@ async function replay(f: DeliveryFixture, ...args: string[]): Promise<string[]> 
   const cli = new CliProcess(['replay', ...args], {
     REDIS_URL: testRedisUrl(),
     REDIS_PREFIX: f.prefix,
+    CROSSWALK_KEY: f.crosswalkSecret,
     WEBHOOK_URL: f.receiver.url,
     WEBHOOK_SECRET: f.secret,
   });

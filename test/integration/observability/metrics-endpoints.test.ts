@@ -1,3 +1,4 @@
+import { newOutboundKey, OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,6 +31,7 @@ function configFile(): string {
       'queries:',
       '  debounce_ms: 3000',
       '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
+      ...OUTBOUND_QUEUE_LINES,
     ].join('\n'),
   );
   return path;
@@ -48,6 +50,9 @@ const WORKER_FAMILIES = {
   cw_dead_letters_total: 'counter',
   cw_queue_jobs: 'gauge',
   cw_free_text_removed_total: 'counter',
+  cw_outbound_queue_waiting: 'gauge',
+  cw_outbound_queue_oldest_waiting_seconds: 'gauge',
+  cw_outbound_queue_expired_total: 'counter',
 };
 const INGEST_FAMILIES = {
   cw_ingest_events_total: 'counter',
@@ -122,6 +127,7 @@ describe.each<Mode>(['ingest and work', 'start'])('metrics of `%s`', (mode) => {
       SERVICE_API_KEY: API_KEY,
       INGEST_TOKENS: TOKEN,
       CROSSWALK_KEY: generateCrosswalkSecret(),
+      OUTBOUND_KEY: newOutboundKey(),
       INGEST_PORT: '0',
       MLLP_PORT: '0',
       INGEST_HOST: '127.0.0.1',
@@ -243,6 +249,12 @@ describe.each<Mode>(['ingest and work', 'start'])('metrics of `%s`', (mode) => {
     expect(total(s, 'cw_queue_jobs', { queue: 'concordance-results', state: 'waiting' })).toBe(1);
     expect(total(s, 'cw_queue_jobs', { queue: 'concordance-queries', state: 'completed' })).toBe(1);
     expect(total(s, 'cw_queue_jobs', { queue: 'concordance-queries', state: 'active' })).toBe(0);
+    // The consumer lag: one event waits, and the age of the oldest is reported for it.
+    expect(total(s, 'cw_outbound_queue_waiting', { queue: 'concordance-results' })).toBe(1);
+    expect(
+      has(s, 'cw_outbound_queue_oldest_waiting_seconds', { queue: 'concordance-results' }),
+    ).toBe(true);
+    expect(total(s, 'cw_outbound_queue_expired_total')).toBe(0);
   });
 
   it('logs JSON lines only, with the query context on every query line, and no planted identity or secret', () => {

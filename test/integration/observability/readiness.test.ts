@@ -1,3 +1,4 @@
+import { newOutboundKey } from '../../support/outbound.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
@@ -43,12 +44,21 @@ describe('worker /healthz and /readyz', () => {
         SERVICE_BASE_URL: 'http://127.0.0.1:9',
         SERVICE_API_KEY: 'readyz-test-key',
         CROSSWALK_KEY: generateCrosswalkSecret(),
+        OUTBOUND_KEY: newOutboundKey(),
         METRICS_PORT: '0',
       },
     });
     logs = captureLogs('info');
     running = await runWorker(
-      { ...config, worker: { ...config.worker, host: '127.0.0.1' } },
+      {
+        ...config,
+        worker: { ...config.worker, host: '127.0.0.1' },
+        // A delivery channel (the pipeline refuses to start without one).
+        delivery: {
+          ...config.delivery,
+          outbound_queue: { ...config.delivery.outbound_queue, enabled: true },
+        },
+      },
       logs.logger,
     );
     await running.ready;

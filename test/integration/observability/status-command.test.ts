@@ -1,3 +1,7 @@
+import {
+  deriveCrosswalkKeys,
+  generateCrosswalkSecret,
+} from '../../../src/identity/crosswalk-keys.ts';
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,7 +81,11 @@ describe('concordance-worker status', () => {
     await webhook.add('delivery', {}, { delay: HOUR_MS });
     await webhook.pause();
 
-    const letters = new DeadLetterStore({ redis: redis.redis, prefix: redis.prefix });
+    const letters = new DeadLetterStore({
+      redis: redis.redis,
+      prefix: redis.prefix,
+      keys: deriveCrosswalkKeys(generateCrosswalkSecret()),
+    });
     await letters.add(letter('END002'));
     await letters.add(letter('CIR007'));
   });

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { QueryJobData } from '../../../src/queries/query-job.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
 import { eventually } from '../../support/eventually.ts';
+import { OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,6 +22,7 @@ function crashConfigFile(): string {
       '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 120000 }',
       '  lock_duration_ms: 2000',
       '  concurrency: 20',
+      ...OUTBOUND_QUEUE_LINES,
     ].join('\n'),
   );
   return path;

@@ -20,6 +20,7 @@ import { QueryScheduler } from '../../../src/queries/query-scheduler.ts';
 import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
 import { dumpRedis } from '../ingest/support/ingest-harness.ts';
 import { ingestStack } from '../../support/ingest-stack.ts';
+import { newOutboundKey } from '../../support/outbound.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
 
 const LOCAL = 'MRN-PURGE-PLANTED-51c9';
@@ -53,7 +54,8 @@ beforeEach(async () => {
     connection: env.redis,
     prefix: env.prefix,
     name: 'concordance-results',
-    retention: { count: 100, age_s: 3_600 },
+    retention: { count: 100, age_s: 3_600, waiting_age_s: 3_600 },
+    key: newOutboundKey(),
   });
   const logger = createLogger({
     name: 'test',

@@ -1,0 +1,52 @@
+import type { Config } from '../config/config-schema.ts';
+import { OutboundKeyError } from './outbound-key-error.ts';
+import { outboundAesKey } from './outbound-seal.ts';
+
+/** One reason the delivery configuration cannot work, by config path. */
+export interface DeliveryProblem {
+  path: string;
+  message: string;
+}
+
+/**
+ * Why results could not be delivered as configured: no channel at all, a webhook without its
+ * secret, an outbound queue without (or with an unusable) `OUTBOUND_KEY`. Empty when it can work.
+ * `start`/`work` refuse to start on any of these; `config check` lists them.
+ */
+export function deliveryConfigProblems(config: Config): DeliveryProblem[] {
+  const { webhook, outbound_queue: outbound } = config.delivery;
+  const problems: DeliveryProblem[] = [];
+  if (webhook.url !== null && webhook.secret === undefined) {
+    problems.push({
+      path: 'delivery.webhook.secret',
+      message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
+    });
+  }
+  if (outbound.enabled) {
+    if (outbound.key === undefined) {
+      problems.push({
+        path: 'delivery.outbound_queue.key',
+        message:
+          'the outbound queue is enabled but OUTBOUND_KEY is not set: each event’s patient_id is ' +
+          'sealed with it for your consumer. Generate one with `openssl rand -base64 32`',
+      });
+    } else {
+      try {
+        outboundAesKey(outbound.key);
+      } catch (err) {
+        if (!(err instanceof OutboundKeyError)) throw err;
+        problems.push({ path: 'delivery.outbound_queue.key', message: err.message });
+      }
+    }
+  }
+  if (!outbound.enabled && webhook.url === null) {
+    problems.push({
+      path: 'delivery',
+      message:
+        'no delivery channel is configured, so results would have nowhere to go: set WEBHOOK_URL ' +
+        'and WEBHOOK_SECRET (signed webhook), or delivery.outbound_queue.enabled: true and ' +
+        'OUTBOUND_KEY (a BullMQ queue your consumer reads), or both',
+    });
+  }
+  return problems;
+}

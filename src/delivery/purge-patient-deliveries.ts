@@ -1,0 +1,47 @@
+import type { Redis } from 'ioredis';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { DeadLetterStore } from './dead-letter-store.ts';
+import { WebhookDeliveryStore } from './webhook-delivery-store.ts';
+
+/** `text` matched literally by a SCAN pattern. */
+const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
+
+/** What {@link purgePatientDeliveries} removed. */
+export interface PurgedDeliveries {
+  /** Result events that were still waiting for the webhook. */
+  pending: number;
+  deadLetters: number;
+  /** Whether the change detector's last result of one of the patient's keys was removed. */
+  lastResults: number;
+}
+
+/**
+ * Removes what the delivery side holds about a patient: events waiting for the webhook, dead
+ * letters, and the change detector's last result per category. Events already handed to the
+ * outbound queue belong to the hospital's consumer and are left alone.
+ */
+export async function purgePatientDeliveries(
+  { redis, prefix, keys }: { redis: Redis; prefix: string; keys: CrosswalkKeys },
+  patientServiceId: string,
+): Promise<PurgedDeliveries> {
+  const pending = await new WebhookDeliveryStore({ redis, prefix, keys }).purgePatient(
+    patientServiceId,
+  );
+  const deadLetters = await new DeadLetterStore({ redis, prefix, keys }).purgePatient(
+    patientServiceId,
+  );
+  let lastResults = 0;
+  let cursor = '0';
+  do {
+    const [next, found] = await redis.scan(
+      cursor,
+      'MATCH',
+      `${glob(prefix)}:delivery:last:${glob(patientServiceId)}/*`,
+      'COUNT',
+      500,
+    );
+    cursor = next;
+    if (found.length > 0) lastResults += await redis.unlink(...found);
+  } while (cursor !== '0');
+  return { pending, deadLetters, lastResults };
+}

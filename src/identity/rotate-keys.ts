@@ -1,0 +1,301 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
+import { sealOutboundEvent } from '../delivery/outbound-event.ts';
+import { outboundAesKey } from '../delivery/outbound-seal.ts';
+import { ResultEventSchema } from '../delivery/result-event.ts';
+import {
+  resealStoredEvent,
+  StoredEventSchema,
+  type StoredEvent,
+} from '../delivery/stored-event.ts';
+import type { CrosswalkKeys } from './crosswalk-keys.ts';
+
+/** Sets a hash field only when it still holds the value read (a rotation never overwrites news). */
+const HSET_IF = `
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+return 1
+`;
+
+/**
+ * Moves one crosswalk entry to the new keys in one step: the forward entry is renamed (its name is
+ * the HMAC of the local id under the lookup key), both sealed copies of the local id re-sealed.
+ */
+const MOVE_ENTRY = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], 'psid', ARGV[3], 'local', ARGV[2])
+if KEYS[3] ~= KEYS[2] and redis.call('HGET', KEYS[3], 'psid') == ARGV[3] then
+  redis.call('DEL', KEYS[3])
+end
+return 1
+`;
+
+/** The keys one data kind rests sealed with: `from` the old ones, `to` the new. */
+export interface KeyPair<K> {
+  from: K;
+  to: K;
+}
+
+export interface RotateKeysOptions {
+  redis: Redis;
+  prefix: string;
+  /** Re-seal what `CROSSWALK_KEY` protects (crosswalk, records, FHIR ids, waiting events, dead letters). */
+  crosswalk?: KeyPair<CrosswalkKeys>;
+  /** Re-seal the outbound queue's events (`OUTBOUND_KEY` secrets, as configured). */
+  outbound?: KeyPair<string> & { queueName: string };
+  /** Count what would change and write nothing. @defaultValue false */
+  dryRun?: boolean;
+}
+
+/** What one kind of data came to. */
+export interface RotationCount {
+  /** Opened with the old key and sealed with the new one (or would be, in a dry run). */
+  resealed: number;
+  /** Already under the new key (an earlier run got there). */
+  already: number;
+  /** Opened with neither key: left as it is (a wrong old key, or altered data). */
+  unreadable: number;
+}
+
+export type RotationKind =
+  'crosswalk' | 'records' | 'fhir_ids' | 'pending_events' | 'dead_letters' | 'outbound_events';
+
+export type RotationReport = Record<RotationKind, RotationCount>;
+
+const empty = (): RotationCount => ({ resealed: 0, already: 0, unreadable: 0 });
+
+/** `text` matched literally by a SCAN pattern. */
+const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
+
+async function* scan(redis: Redis, pattern: string, type: string): AsyncGenerator<string> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500, 'TYPE', type);
+    cursor = next;
+    yield* keys;
+  } while (cursor !== '0');
+}
+
+/** Whether `open` succeeds (a sealed value under these keys and this context). */
+function opens(keys: CrosswalkKeys, sealed: string, context: string): Buffer | undefined {
+  try {
+    return keys.open(sealed, context);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Re-seals everything sealed with an old `CROSSWALK_KEY` and/or `OUTBOUND_KEY` under the new one,
+ * item by item: each item is checked first (already new: skipped), and written in one step that
+ * only applies if it did not change meanwhile. So a run can be interrupted and simply run again,
+ * and a second run changes nothing. Run it with the pipeline stopped (see the README).
+ */
+export async function rotateKeys(options: RotateKeysOptions): Promise<RotationReport> {
+  const report: RotationReport = {
+    crosswalk: empty(),
+    records: empty(),
+    fhir_ids: empty(),
+    pending_events: empty(),
+    dead_letters: empty(),
+    outbound_events: empty(),
+  };
+  if (options.crosswalk !== undefined) await rotateCrosswalk(options, options.crosswalk, report);
+  if (options.outbound !== undefined) await rotateOutbound(options, options.outbound, report);
+  return report;
+}
+
+async function rotateCrosswalk(
+  { redis, prefix, dryRun = false }: RotateKeysOptions,
+  { from, to }: KeyPair<CrosswalkKeys>,
+  report: RotationReport,
+): Promise<void> {
+  const p = glob(prefix);
+
+  // The crosswalk: reverse entries `xwr:<psid>` hold the sealed local id; the forward entry is
+  // named by its HMAC and must be renamed.
+  for await (const reverse of scan(redis, `${p}:xwr:*`, 'string')) {
+    const psid = reverse.slice(`${prefix}:xwr:`.length);
+    const sealed = await redis.get(reverse);
+    if (sealed === null) continue;
+    const context = `xw:${psid}`;
+    const count = report.crosswalk;
+    const current = opens(to, sealed, context);
+    if (current !== undefined) {
+      // Already moved; a run stopped between the two writes cannot happen (one script), but an
+      // old forward entry is removed if one is still there.
+      const old = `${prefix}:xw:${from.lookup(current.toString('utf8'))}`;
+      if (!dryRun && (await redis.hget(old, 'psid')) === psid) await redis.del(old);
+      count.already += 1;
+      continue;
+    }
+    const local = opens(from, sealed, context);
+    if (local === undefined) {
+      count.unreadable += 1;
+      continue;
+    }
+    const localId = local.toString('utf8');
+    if (!dryRun) {
+      await redis.eval(
+        MOVE_ENTRY,
+        3,
+        reverse,
+        `${prefix}:xw:${to.lookup(localId)}`,
+        `${prefix}:xw:${from.lookup(localId)}`,
+        sealed,
+        to.seal(localId, context),
+        psid,
+      );
+    }
+    count.resealed += 1;
+  }
+
+  // Records (`record`, `clinical`) and opaque FHIR ids: hash fields sealed per patient.
+  for await (const key of scan(redis, `${p}:rec:*`, 'hash')) {
+    const psid = key.slice(`${prefix}:rec:`.length);
+    for (const [field, purpose] of [
+      ['record', 'rec'],
+      ['clinical', 'clin'],
+    ] as const) {
+      await resealField(
+        redis,
+        key,
+        field,
+        `${purpose}:${psid}`,
+        { from, to },
+        report.records,
+        dryRun,
+      );
+    }
+  }
+  for await (const key of scan(redis, `${p}:fhir:*`, 'hash')) {
+    const psid = key.slice(`${prefix}:fhir:`.length);
+    // The field names (opaque ids) stay: they were sent to the service and map back from it.
+    for (const field of await redis.hkeys(key)) {
+      await resealField(redis, key, field, `fhir:${psid}`, { from, to }, report.fhir_ids, dryRun);
+    }
+  }
+
+  // Result events waiting for the webhook, and dead letters: patient_id sealed per event.
+  /** The stored event under the new key, or why not. */
+  const resealEvent = (stored: unknown): StoredEvent | 'already' | 'unreadable' => {
+    // An event of a version before sealing (plain patient_id) is sealed now.
+    if (ResultEventSchema.safeParse(stored).success) return resealStoredEvent(stored, to, to);
+    if (!StoredEventSchema.safeParse(stored).success) return 'unreadable';
+    try {
+      resealStoredEvent(stored, to, to);
+      return 'already';
+    } catch {
+      // not under the new key
+    }
+    try {
+      return resealStoredEvent(stored, from, to);
+    } catch {
+      return 'unreadable';
+    }
+  };
+  const asText = (
+    outcome: StoredEvent | 'already' | 'unreadable',
+    text: (event: StoredEvent) => string,
+  ): string => (typeof outcome === 'string' ? outcome : text(outcome));
+  for await (const key of scan(redis, `${p}:webhook:event:*`, 'hash')) {
+    const raw = await redis.hget(key, 'event');
+    if (raw === null) continue;
+    const outcome = asText(resealEvent(JSON.parse(raw)), (e) => JSON.stringify(e));
+    await apply(redis, key, 'event', raw, outcome, report.pending_events, dryRun);
+  }
+  const letters = `${prefix}:dead-letters:records`;
+  let cursor = '0';
+  do {
+    const [next, entries] = await redis.hscan(letters, cursor, 'COUNT', 500);
+    cursor = next;
+    for (let i = 0; i + 1 < entries.length; i += 2) {
+      const [id, raw] = [entries[i] ?? '', entries[i + 1] ?? ''];
+      const letter = JSON.parse(raw) as Record<string, unknown>;
+      const outcome = asText(resealEvent(letter.event), (event) =>
+        JSON.stringify({ ...letter, event }),
+      );
+      await apply(redis, letters, id, raw, outcome, report.dead_letters, dryRun);
+    }
+  } while (cursor !== '0');
+}
+
+async function resealField(
+  redis: Redis,
+  key: string,
+  field: string,
+  context: string,
+  { from, to }: KeyPair<CrosswalkKeys>,
+  count: RotationCount,
+  dryRun: boolean,
+): Promise<void> {
+  const sealed = await redis.hget(key, field);
+  if (sealed === null) return;
+  if (opens(to, sealed, context) !== undefined) {
+    count.already += 1;
+    return;
+  }
+  const plain = opens(from, sealed, context);
+  const outcome = plain === undefined ? 'unreadable' : to.seal(plain, context);
+  await apply(redis, key, field, sealed, outcome, count, dryRun);
+}
+
+/** Writes `outcome` over `previous` (only if unchanged) and counts it. */
+async function apply(
+  redis: Redis,
+  key: string,
+  field: string,
+  previous: string,
+  outcome: string,
+  count: RotationCount,
+  dryRun: boolean,
+): Promise<void> {
+  if (outcome === 'already') count.already += 1;
+  else if (outcome === 'unreadable') count.unreadable += 1;
+  else {
+    if (!dryRun) await redis.eval(HSET_IF, 1, key, field, previous, outcome);
+    count.resealed += 1;
+  }
+}
+
+async function rotateOutbound(
+  { redis, prefix, dryRun = false }: RotateKeysOptions,
+  { from, to, queueName }: KeyPair<string> & { queueName: string },
+  report: RotationReport,
+): Promise<void> {
+  const toKey = outboundAesKey(to);
+  outboundAesKey(from); // a malformed old key fails here, before anything is read
+  const queue = new Queue(queueName, { connection: redis, prefix });
+  const count = report.outbound_events;
+  try {
+    const states = ['wait', 'delayed', 'prioritized', 'active', 'completed', 'failed'] as const;
+    const page = 500;
+    for (let start = 0; ; start += page) {
+      const jobs = await queue.getJobs([...states], start, start + page - 1, true);
+      for (const job of jobs) {
+        const data: unknown = job.data;
+        try {
+          openOutboundEvent(data, to);
+          count.already += 1;
+          continue;
+        } catch {
+          // not under the new key
+        }
+        let opened;
+        try {
+          opened = openOutboundEvent(data, from);
+        } catch {
+          count.unreadable += 1;
+          continue;
+        }
+        if (!dryRun) await job.updateData(sealOutboundEvent(opened, toKey));
+        count.resealed += 1;
+      }
+      if (jobs.length < page) break;
+    }
+  } finally {
+    await queue.close();
+  }
+}

@@ -1,0 +1,221 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dueQueries, ingestStack } from '../../test/support/ingest-stack.ts';
+import { isolatedRedis } from '../../test/support/redis.ts';
+import { samplePatient } from '../../test/support/sample-patient.ts';
+import { optOutKey } from '../privacy/patient-consent.ts';
+import { emptyClinicalRecord } from '../records/clinical-record.ts';
+
+const NOW = new Date('2026-11-20T08:00:00Z');
+
+describe('UpdateCommitter (real Redis): one script per message', () => {
+  let env: Awaited<ReturnType<typeof isolatedRedis>>;
+  let stack: ReturnType<typeof ingestStack>;
+
+  beforeEach(async () => {
+    env = await isolatedRedis();
+    stack = ingestStack({
+      redis: env.redis,
+      prefix: env.prefix,
+      debounceMs: 2_000,
+      retentionSeconds: 3_600,
+    });
+  });
+  afterEach(() => env.cleanup());
+
+  const put = (psid: string) => ({
+    kind: 'put' as const,
+    sealed: stack.records.sealRecord(psid, samplePatient),
+  });
+
+  it('creates a new patient, its record, its queries and the event id together', async () => {
+    const plan = stack.crosswalk.plan('MRN-1');
+    const psid = plan.patientServiceId;
+    const result = await stack.committer.commit({
+      patientServiceId: psid,
+      newPatient: plan,
+      record: put(psid),
+      eventId: 'evt-1',
+      now: NOW,
+      extraCategories: ['END002', 'CIR007'],
+      remember: true,
+    });
+    expect(result).toEqual({
+      status: 'ok',
+      version: 1,
+      optedOut: false,
+      queries: [
+        { ccsr_category: 'END002', job_id: `q-${psid}-END002-1`, coalesced: false },
+        { ccsr_category: 'CIR007', job_id: `q-${psid}-CIR007-1`, coalesced: false },
+      ],
+    });
+    expect(await stack.crosswalk.find('MRN-1')).toBe(psid);
+    expect(await stack.crosswalk.localIdOf(psid)).toBe('MRN-1');
+    expect((await stack.records.get(psid))?.record).toEqual(samplePatient);
+    const due = await dueQueries(env.redis, env.prefix);
+    expect(due.map((d) => [d.ccsrCategory, d.dueAt])).toEqual([
+      ['CIR007', NOW.getTime() + 2_000],
+      ['END002', NOW.getTime() + 2_000],
+    ]);
+    // The record and the query state expire after the retention; the crosswalk entry does not.
+    expect(await env.redis.ttl(stack.records.keyOf(psid))).toBeGreaterThan(3_500);
+    expect(await env.redis.ttl(`${env.prefix}:qs:${psid}:END002`)).toBeGreaterThan(3_500);
+    expect(await env.redis.ttl(plan.forwardKey)).toBe(-1);
+
+    // The same event id of the same patient is a duplicate with the first answer; nothing moves.
+    const again = await stack.committer.commit({
+      patientServiceId: psid,
+      record: put(psid),
+      eventId: 'evt-1',
+      now: NOW,
+      extraCategories: ['END005'],
+      remember: true,
+    });
+    expect(again).toEqual({
+      status: 'duplicate',
+      answer: {
+        event_id: 'evt-1',
+        patient_service_id: psid,
+        queries: (result as { queries: unknown[] }).queries,
+      },
+    });
+    expect(await stack.records.version(psid)).toBe(1);
+  });
+
+  it('creates nothing for an update without a record of a patient without one', async () => {
+    const plan = stack.crosswalk.plan('MRN-NONE');
+    const result = await stack.committer.commit({
+      patientServiceId: plan.patientServiceId,
+      newPatient: plan,
+      record: { kind: 'keep' },
+      eventId: 'evt-1',
+      now: NOW,
+      extraCategories: ['END002'],
+      remember: true,
+    });
+    expect(result).toEqual({ status: 'missing' });
+    expect(await env.redis.keys(`${env.prefix}*`)).toEqual([]);
+  });
+
+  it('refuses a clinical record computed from a version that has moved on (conflict)', async () => {
+    const plan = stack.crosswalk.plan('MRN-C');
+    const psid = plan.patientServiceId;
+    const clinical = (expectedVersion: number) => ({
+      kind: 'clinical' as const,
+      sealed: stack.records.sealClinical(psid, emptyClinicalRecord()),
+      expectedVersion,
+    });
+    const base = { patientServiceId: psid, eventId: 'hl7v2:a:1', now: NOW, extraCategories: [] };
+    expect(
+      await stack.committer.commit({ ...base, newPatient: plan, record: clinical(0) }),
+    ).toMatchObject({ status: 'ok', version: 1 });
+    expect(await stack.committer.commit({ ...base, record: clinical(0) })).toEqual({
+      status: 'conflict',
+    });
+    expect(await stack.records.version(psid)).toBe(1);
+  });
+
+  it('does not take over a local id another writer created meanwhile (conflict)', async () => {
+    const first = stack.crosswalk.plan('MRN-RACE');
+    const second = stack.crosswalk.plan('MRN-RACE');
+    const commit = (plan: typeof first) =>
+      stack.committer.commit({
+        patientServiceId: plan.patientServiceId,
+        newPatient: plan,
+        record: put(plan.patientServiceId),
+        eventId: 'e',
+        now: NOW,
+        extraCategories: ['END002'],
+      });
+    expect(await commit(first)).toMatchObject({ status: 'ok' });
+    expect(await commit(second)).toEqual({ status: 'conflict' });
+    expect(await stack.crosswalk.find('MRN-RACE')).toBe(first.patientServiceId);
+    expect(await stack.records.version(second.patientServiceId)).toBe(0);
+  });
+
+  it('stores the record of an opted-out patient but opens no query', async () => {
+    const plan = stack.crosswalk.plan('MRN-OUT');
+    const psid = plan.patientServiceId;
+    await env.redis.set(optOutKey(env.prefix, psid), NOW.toISOString());
+    const result = await stack.committer.commit({
+      patientServiceId: psid,
+      newPatient: plan,
+      record: put(psid),
+      eventId: 'e',
+      now: NOW,
+      extraCategories: ['END002'],
+    });
+    expect(result).toEqual({ status: 'ok', version: 1, optedOut: true, queries: [] });
+    expect(await dueQueries(env.redis, env.prefix)).toEqual([]);
+  });
+
+  it('keeps problem-list presets in step with the record, never touching registered ones', async () => {
+    const plan = stack.crosswalk.plan('MRN-PL');
+    const psid = plan.patientServiceId;
+    await stack.presets.put(psid, 'CIR007', 'registered', NOW);
+    const commit = (problemList: string[], version: number) =>
+      stack.committer.commit({
+        patientServiceId: psid,
+        ...(version === 0 ? { newPatient: plan } : {}),
+        record: {
+          kind: 'clinical',
+          sealed: stack.records.sealClinical(psid, emptyClinicalRecord()),
+          expectedVersion: version,
+        },
+        eventId: `e${version}`,
+        now: NOW,
+        problemList,
+        extraCategories: [],
+      });
+    await commit(['END002', 'END005'], 0);
+    expect((await stack.presets.list(psid)).map((p) => [p.ccsr_category, p.source])).toEqual([
+      ['CIR007', 'registered'],
+      ['END002', 'problem_list'],
+      ['END005', 'problem_list'],
+    ]);
+    const result = await commit(['END002'], 1);
+    expect((await stack.presets.list(psid)).map((p) => p.ccsr_category)).toEqual([
+      'CIR007',
+      'END002',
+    ]);
+    expect(result).toMatchObject({
+      queries: [
+        { ccsr_category: 'CIR007', coalesced: true },
+        { ccsr_category: 'END002', coalesced: true },
+      ],
+    });
+  });
+
+  it('merges: the presets of the prior patient move to the survivor and its record goes', async () => {
+    const prior = stack.crosswalk.plan('MRN-OLD');
+    const survivor = stack.crosswalk.plan('MRN-NEW');
+    const clinical = (psid: string) => ({
+      kind: 'clinical' as const,
+      sealed: stack.records.sealClinical(psid, emptyClinicalRecord()),
+      expectedVersion: 0,
+    });
+    await stack.committer.commit({
+      patientServiceId: prior.patientServiceId,
+      newPatient: prior,
+      record: clinical(prior.patientServiceId),
+      eventId: 'e1',
+      now: NOW,
+      extraCategories: [],
+    });
+    await stack.presets.put(prior.patientServiceId, 'RSP009', 'registered', NOW);
+    const result = await stack.committer.commit({
+      patientServiceId: survivor.patientServiceId,
+      newPatient: survivor,
+      record: clinical(survivor.patientServiceId),
+      eventId: 'e2',
+      now: NOW,
+      extraCategories: [],
+      merge: { priorPatientServiceId: prior.patientServiceId, priorExpectedVersion: 1 },
+    });
+    expect(result).toMatchObject({
+      status: 'ok',
+      queries: [{ ccsr_category: 'RSP009', coalesced: false }],
+    });
+    expect(await stack.presets.list(prior.patientServiceId)).toEqual([]);
+    expect((await stack.records.get(prior.patientServiceId))?.clinical).toBeUndefined();
+  });
+});

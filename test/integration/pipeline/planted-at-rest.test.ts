@@ -1,0 +1,112 @@
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Config } from '../../../src/config/config-schema.ts';
+import { createDeliveryRouter } from '../../../src/delivery/create-delivery-router.ts';
+import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
+import { deriveCrosswalkKeys } from '../../../src/identity/crosswalk-keys.ts';
+import { workerConnection } from '../../../src/queues/redis-connections.ts';
+import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
+import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
+import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
+import { testRedisUrl } from '../../support/redis.ts';
+import { scanRedisFor } from '../../support/scan-redis.ts';
+
+/** One planted local id per way an event can rest: delivered, waiting for retry, dead-lettered. */
+const DELIVERED = 'MRN-PLANTED-DELIVERED-5501';
+const PENDING = 'MRN-PLANTED-PENDING-5502';
+const DEAD = 'MRN-PLANTED-DEAD-5503';
+const PLANTED = [DELIVERED, PENDING, DEAD];
+
+describe('nothing identifying at rest', () => {
+  let harness: PipelineHarness | undefined;
+  let receiver: WebhookReceiver | undefined;
+  const closers: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const close of closers.splice(0)) await close();
+    await harness?.close();
+    await receiver?.close();
+  });
+
+  it('after a run through both channels, no planted local id is anywhere in Redis in plain text', async () => {
+    const h = (harness = await PipelineHarness.start());
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+    // The receiver answers by patient: 204, 503 for ever (the event stays pending), or 410.
+    const psidOf = new Map<string, string>();
+    const r = (receiver = await startWebhookReceiver({
+      secret,
+      respond: (attempt) => {
+        const body = JSON.parse(attempt.rawBody) as { patient_id: string };
+        return body.patient_id === PENDING ? 503 : body.patient_id === DEAD ? 410 : 204;
+      },
+    }));
+    const config: Config = {
+      ...h.config,
+      delivery: {
+        ...h.config.delivery,
+        webhook: {
+          ...h.config.delivery.webhook,
+          url: r.url,
+          secret,
+          backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
+          max_age_ms: 600_000,
+          probe_interval_ms: 0,
+        },
+      },
+    };
+    const keys = deriveCrosswalkKeys(h.secret);
+    const routing = createDeliveryRouter({
+      config,
+      connection: h.redis,
+      prefix: h.prefix,
+      keys,
+      logger: h.logs.logger,
+    });
+    closers.push(() => routing.close());
+    const connection = workerConnection(testRedisUrl(), 'test-planted-webhook');
+    const deadLetters = new DeadLetterStore({ redis: h.redis, prefix: h.prefix, keys });
+    const webhook = await initWebhookDeliveries({
+      config,
+      connection,
+      prefix: h.prefix,
+      keys,
+      logger: h.logs.logger,
+      deadLetters,
+    });
+    closers.unshift(async () => {
+      await webhook.worker.close();
+      await webhook.queue.close();
+      connection.disconnect();
+    });
+    await h.startWorker(undefined, undefined, routing.router);
+
+    for (const [i, localId] of PLANTED.entries()) {
+      const { patientServiceId } = await h.update(
+        localId,
+        ['END002'],
+        sampleRecord(`planted-${i}`),
+        `ev-planted-${i}`,
+      );
+      psidOf.set(localId, patientServiceId);
+    }
+    await h.untilOutcomes(PLANTED.length);
+    const idOf = (localId: string) =>
+      h.outcomes.find((o) => o.data.patientServiceId === psidOf.get(localId))?.result;
+    expect(PLANTED.map(idOf).every((result) => result !== undefined)).toBe(true);
+    // Each way of resting has happened: delivered, retried at least once, dead-lettered.
+    await r.until((rec) => rec.events.some((e) => e.payload.patient_id === DELIVERED));
+    await r.until(
+      (rec) =>
+        rec.attempts.filter((a) => a.rawBody.includes(PENDING)).length >= 2 &&
+        rec.attempts.some((a) => a.rawBody.includes(DEAD)),
+    );
+    await h.logs.waitFor((e) => e.outcome === 'dead_lettered');
+    expect((await deadLetters.list()).map((l) => l.event.patient_id)).toEqual([DEAD]);
+    // The outbound queue has all three results (sealed), the consumer opens them.
+    expect((await h.delivered()).map((e) => e.patient_id).sort()).toEqual([...PLANTED].sort());
+
+    const findings = await scanRedisFor(h.redis, h.prefix, PLANTED);
+    expect(findings).toEqual([]);
+    // Nor in any log line of the run.
+    for (const id of PLANTED) expect(h.logs.lines.join('\n')).not.toContain(id);
+  });
+});
