@@ -32,10 +32,23 @@ describe('deliveryConfigProblems', () => {
 
   it('refuses an outbound queue without OUTBOUND_KEY, or with a short or malformed one', () => {
     expect(paths({}, true)).toEqual(['delivery.outbound_queue.key']);
-    expect(paths({ OUTBOUND_KEY: randomBytes(16).toString('base64') }, true)).toEqual([
-      'delivery.outbound_queue.key',
-    ]);
-    const [problem] = deliveryConfigProblems(withQueue({ OUTBOUND_KEY: 'not base64 !' }, true));
+    // loadConfig refuses these keys already (secret strength); the delivery check refuses them
+    // in a configuration built any other way too.
+    const withKey = (outboundKey: string) => {
+      const config = withQueue({}, true);
+      return {
+        ...config,
+        delivery: {
+          ...config.delivery,
+          outbound_queue: { ...config.delivery.outbound_queue, key: outboundKey },
+        },
+      };
+    };
+    expect(
+      deliveryConfigProblems(withKey(randomBytes(16).toString('base64'))).map((p) => p.path),
+    ).toEqual(['delivery.outbound_queue.key']);
+    const [problem] = deliveryConfigProblems(withKey('not base64 !'));
     expect(problem?.message).toMatch(/base64 or hex/);
+    expect(() => loadConfig({ env: { OUTBOUND_KEY: 'not base64 !' } })).toThrow(/OUTBOUND_KEY/);
   });
 });

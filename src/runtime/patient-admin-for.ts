@@ -34,6 +34,9 @@ export function patientErasers(
   const outbound = config.delivery.outbound_queue;
   if (outbound.enabled) {
     const queue = new Queue(outbound.name, { connection: redis, prefix });
+    // Its errors are the shared connection's, which the process's outage log reports once per
+    // state change; without a listener ioredis would print each one raw.
+    queue.on('error', () => undefined);
     queues.push(queue);
     erasers.push(new QueueJobEraser('outbound_events', queue, redis));
   }
@@ -57,7 +60,10 @@ export function patientAdminFor(options: {
   const queue =
     options.queue ??
     new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix: config.redis.prefix });
-  if (options.queue === undefined) queues.push(queue);
+  if (options.queue === undefined) {
+    queue.on('error', () => undefined);
+    queues.push(queue);
+  }
   const admin = new PatientAdmin({
     redis,
     prefix: config.redis.prefix,

@@ -17,8 +17,14 @@ const secrets = () => ({
   SERVICE_API_KEY: randomBytes(20).toString('hex'),
 });
 
+/** A delivery channel (the webhook), so that only what a test is about is missing. */
+const WEBHOOK = {
+  WEBHOOK_URL: 'https://hospital.example/results',
+  WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+};
+
 const paths = (env: Record<string, string>, role: 'ingest' | 'work' | 'start') =>
-  roleProblems(loadConfig({ env }), role).map((p) => p.path);
+  roleProblems(loadConfig({ env: { ...WEBHOOK, ...env } }), role).map((p) => p.path);
 
 describe('roleProblems', () => {
   let certs: TestCertificates;
@@ -81,7 +87,7 @@ describe('roleProblems', () => {
       file,
       `hl7v2:\n  mllp:\n    tls: { cert_path: ${JSON.stringify(certs.certFile)}, key_path: null }\n`,
     );
-    const config = loadConfig({ file, env: secrets() });
+    const config = loadConfig({ file, env: { ...WEBHOOK, ...secrets() } });
     expect(roleProblems(config, 'ingest').map((p) => p.path)).toEqual(['hl7v2.mllp.tls.key_path']);
     expect(roleProblems(config, 'work')).toEqual([]);
   });
@@ -89,7 +95,7 @@ describe('roleProblems', () => {
   it('throws one ConfigError with every problem', () => {
     let caught: unknown;
     try {
-      assertRoleConfig(loadConfig({ env: {} }), 'start');
+      assertRoleConfig(loadConfig({ env: WEBHOOK }), 'start');
     } catch (err) {
       caught = err;
     }

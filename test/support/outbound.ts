@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Queue } from 'bullmq';
 import { openOutboundEvent } from '../../src/delivery/open-outbound-event.ts';
 import type { ResultEvent } from '../../src/delivery/result-event.ts';
@@ -16,4 +19,11 @@ export const OUTBOUND_QUEUE_LINES: readonly string[] = [
 export async function openedEvents(queue: Queue, key: string): Promise<ResultEvent[]> {
   const jobs = await queue.getJobs(['wait', 'active', 'completed', 'delayed']);
   return jobs.map((job) => openOutboundEvent(job.data, key));
+}
+
+/** A config file of {@link OUTBOUND_QUEUE_LINES}, for processes started with `--config`. */
+export function outboundConfigFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'cw-outbound-')), 'config.yaml');
+  writeFileSync(file, OUTBOUND_QUEUE_LINES.join('\n'));
+  return file;
 }

@@ -29,6 +29,9 @@ export interface PipelineProcesses {
   token: string;
   /** The outbound results queue (events as the consumer takes them: `patient_id` sealed). */
   results: Queue;
+  /** A connection of the test's own to the pipeline's Redis, and the pipeline's key prefix. */
+  redis: Redis;
+  prefix: string;
   /** The `OUTBOUND_KEY` the pipeline seals with. */
   outboundKey: string;
   /** The events of the outbound queue, opened with {@link outboundKey}. */
@@ -101,6 +104,8 @@ export async function startPipelineProcesses(options: {
     apiKey,
     token,
     results,
+    redis: redis.redis,
+    prefix: redis.prefix,
     outboundKey,
     delivered: () => openedEvents(results, outboundKey),
     requests: async () =>

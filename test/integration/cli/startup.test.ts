@@ -64,8 +64,10 @@ describe('start-up checks', () => {
       CROSSWALK_KEY: generateCrosswalkSecret(),
       INGEST_TOKENS: randomBytes(24).toString('base64'),
       SERVICE_API_KEY: randomBytes(20).toString('hex'),
+      WEBHOOK_URL: 'https://hospital.example/results',
+      WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
     });
-    expect(code).toBe(0);
+    expect(code, output).toBe(0);
     expect(output).toContain('configuration is valid for start');
   });
 

@@ -9,6 +9,7 @@ import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
 import { requestConnection, workerConnection } from '../../../src/queues/redis-connections.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
+import { newOutboundKey, OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
 import { eventually } from '../../support/eventually.ts';
 import { sampleRecord } from '../../support/pipeline-harness.ts';
 import { createTestCertificates, type TestCertificates } from '../../support/test-certificates.ts';
@@ -109,6 +110,7 @@ describe('Redis over TLS with an ACL user', () => {
         'queries:',
         '  debounce_ms: 100',
         '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
+        ...OUTBOUND_QUEUE_LINES,
       ].join('\n'),
     );
     const start = new CliProcess(['--config', config, 'start'], {
@@ -117,6 +119,7 @@ describe('Redis over TLS with an ACL user', () => {
       SERVICE_API_KEY: API_KEY,
       INGEST_TOKENS: TOKEN,
       CROSSWALK_KEY: generateCrosswalkSecret(),
+      OUTBOUND_KEY: newOutboundKey(),
       INGEST_PORT: '0',
       INGEST_HOST: '127.0.0.1',
       MLLP_PORT: '0',

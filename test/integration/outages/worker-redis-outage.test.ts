@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CliProcess } from '../../../tools/cli-process.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
+import { outboundConfigFile } from '../../support/outbound.ts';
 import { testRedisUrl } from '../../support/redis.ts';
 import { TcpProxy } from '../../support/tcp-proxy.ts';
 
@@ -34,7 +35,7 @@ describe('a worker process whose Redis goes away', () => {
   async function startWork(graceMs: number) {
     harness = await PipelineHarness.start({ latencyMs: [50, 100] });
     proxy = await TcpProxy.start(testRedisUrl());
-    const work = new CliProcess(['work'], {
+    const work = new CliProcess(['--config', outboundConfigFile(), 'work'], {
       ...harness.processEnv(),
       REDIS_URL: proxy.redisUrl,
       SHUTDOWN_GRACE_MS: String(graceMs),
@@ -107,7 +108,7 @@ describe('a worker process whose Redis goes away', () => {
       }
 
       await proxy.forward();
-      const next = new CliProcess(['work'], {
+      const next = new CliProcess(['--config', outboundConfigFile(), 'work'], {
         ...harness.processEnv(),
         REDIS_URL: proxy.redisUrl,
       });

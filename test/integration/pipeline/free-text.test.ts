@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { eventually } from '../../support/eventually.ts';
+import { redisKeys, scanRedisFor } from '../../support/scan-redis.ts';
 import {
   startPipelineProcesses,
   type PipelineProcesses,
@@ -84,7 +85,7 @@ describe('no free text reaches the service (concordance-worker start + simulator
     expect(concordance.recommendations[0]?.evidence_node_ids.length).toBeGreaterThan(0);
   }
 
-  it('JSON, HL7 v2 and FHIR records with planted free text: verdicts match, no marker is sent', async () => {
+  it('JSON, HL7 v2 and FHIR records with planted free text and ids: verdicts match, no marker is sent or rests in Redis', async () => {
     // 1. A JSON record update.
     const json = await fetch(`${p.ingestUrl}/v1/record-updates`, {
       method: 'POST',
@@ -236,6 +237,20 @@ describe('no free text reaches the service (concordance-worker start + simulator
     for (const [where, marker] of Object.entries(MARKERS)) {
       expect(logs, where).not.toContain(marker.toLowerCase());
     }
+
+    // Nothing identifying, and none of the free text, rests in Redis in plain text: every key
+    // name and value of every type (records, crosswalk, query state, the due set, BullMQ job data
+    // and events of the query queue and the outbound queue) after the whole run.
+    const planted = [
+      'FT-JSON-1',
+      'FTHL7MRN1',
+      'FT-FHIR-1',
+      'Testpatient',
+      'ft-cond-1',
+      ...Object.values(MARKERS),
+    ];
+    expect(await scanRedisFor(p.redis, p.prefix, planted)).toEqual([]);
+    expect((await redisKeys(p.redis, p.prefix)).length).toBeGreaterThan(10);
 
     // The removals are counted by kind (the ingest API serves the process's one registry).
     const metrics = await (await fetch(`${p.ingestUrl}/metrics`)).text();

@@ -103,6 +103,7 @@ const resultEvent = (psid: string): ResultEvent =>
     id: crypto.randomUUID(),
     type: 'concordance.completed',
     created_at: new Date().toISOString(),
+    patient_id: null,
     patient_service_id: psid,
     ccsr_category: 'END002',
     record_version: 1,
