@@ -71,10 +71,21 @@ export interface InflightResult {
   polls_per_s_in_window: number | null;
   /** nodejs_heap_size_used_bytes of the worker at the end of the window. */
   worker_heap_used_mib: number | null;
+  /**
+   * cw_submit_window_seconds over every submission of the run: from sending a POST to its remote
+   * job id being stored, the time in which a killed worker would submit its query again.
+   */
+  submit_window_ms: {
+    count: number;
+    mean: number | null;
+    p50: number | null;
+    p99: number | null;
+  } | null;
 }
 
 interface Scrape {
   lateness?: { buckets: [number, number][]; count: number };
+  submitWindow?: { buckets: [number, number][]; count: number; sum: number };
   polls?: number;
   heapUsed?: number;
 }
@@ -85,12 +96,29 @@ async function scrape(metricsUrl: string): Promise<Scrape | undefined> {
     const text = await (await fetch(`${metricsUrl}/metrics`)).text();
     return {
       lateness: parseHistogram(text, 'cw_poll_lateness_seconds'),
+      submitWindow: parseHistogram(text, 'cw_submit_window_seconds'),
       polls: metricTotal(text, 'cw_polls_total'),
       heapUsed: metricTotal(text, 'nodejs_heap_size_used_bytes'),
     };
   } catch {
     return undefined;
   }
+}
+
+/** The submission window's figures (ms) at a scrape. */
+function submitWindow(at: Scrape | undefined): InflightResult['submit_window_ms'] {
+  const histogram = at?.submitWindow;
+  if (histogram === undefined || histogram.count === 0) return null;
+  const ms = (q: number) => {
+    const seconds = histogramQuantile(histogram.buckets, q);
+    return seconds === null ? null : round(seconds * 1_000, 1);
+  };
+  return {
+    count: histogram.count,
+    mean: round((histogram.sum / histogram.count) * 1_000, 2),
+    p50: ms(0.5),
+    p99: ms(0.99),
+  };
 }
 
 /** p50/p99 (ms) of the lateness histogram's observations between two scrapes. */
@@ -261,6 +289,7 @@ export async function inflightScenario(
         polls_per_s_in_window:
           pollsInWindow === null ? null : round(pollsInWindow / settings.windowSeconds, 0),
         worker_heap_used_mib: after?.heapUsed === undefined ? null : mib(after.heapUsed),
+        submit_window_ms: submitWindow(after),
       };
     } finally {
       await outbound.close();
