@@ -1,3 +1,4 @@
+import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dueQueries, ingestStack } from '../../test/support/ingest-stack.ts';
 import { isolatedRedis } from '../../test/support/redis.ts';
@@ -10,14 +11,17 @@ const NOW = new Date('2026-11-20T08:00:00Z');
 describe('UpdateCommitter (real Redis): one script per message', () => {
   let env: Awaited<ReturnType<typeof isolatedRedis>>;
   let stack: ReturnType<typeof ingestStack>;
+  let registry: Registry;
 
   beforeEach(async () => {
     env = await isolatedRedis();
+    registry = new Registry();
     stack = ingestStack({
       redis: env.redis,
       prefix: env.prefix,
       debounceMs: 2_000,
       retentionSeconds: 3_600,
+      registry,
     });
   });
   afterEach(() => env.cleanup());
@@ -79,6 +83,9 @@ describe('UpdateCommitter (real Redis): one script per message', () => {
       },
     });
     expect(await stack.records.version(psid)).toBe(1);
+    // Every feed commits through here, so cw_queries_enqueued_total counts every feed's queries.
+    const enqueued = await registry.getSingleMetricAsString('cw_queries_enqueued_total');
+    expect(enqueued).toContain('cw_queries_enqueued_total{kind="new"} 2');
   });
 
   it('creates nothing for an update without a record of a patient without one', async () => {
