@@ -3,6 +3,7 @@ import { categoriesFromRules, type PresetRule } from '../presets/rules.ts';
 import { problemListCategories, type ProblemListMode } from '../presets/problem-list.ts';
 import { applyClinicalChanges } from '../records/apply-clinical-changes.ts';
 import type { ClinicalChange } from '../records/clinical-change.ts';
+import type { ClinicalRecord } from '../records/clinical-record.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { CommitConflictError } from './errors/commit-conflict-error.ts';
 import type { CommitInput, UpdateCommitter } from './update-committer.ts';
@@ -98,10 +99,31 @@ export class ClinicalUpdates {
     throw new CommitConflictError(MAX_ATTEMPTS);
   }
 
-  #problemList(clinical: Parameters<typeof problemListCategories>[0]): string[] | undefined {
-    return this.#o.problemList.enabled
-      ? problemListCategories(clinical, this.#o.problemList.categories)
-      : undefined;
+  /**
+   * The commit of a new clinical record computed from `version`: sealed, with the problem-list
+   * presets it implies (when they are kept from the problem list).
+   */
+  #clinicalCommit(
+    patient: { patientServiceId: string; newPatient?: CrosswalkPlan | undefined },
+    record: ClinicalRecord,
+    version: number,
+    rest: Pick<CommitInput, 'eventId' | 'extraCategories' | 'merge'>,
+  ): CommitInput {
+    const { patientServiceId, newPatient } = patient;
+    return {
+      patientServiceId,
+      ...(newPatient === undefined ? {} : { newPatient }),
+      record: {
+        kind: 'clinical',
+        sealed: this.#o.records.sealClinical(patientServiceId, record),
+        expectedVersion: version,
+      },
+      now: this.#now(),
+      ...(this.#o.problemList.enabled
+        ? { problemList: problemListCategories(record, this.#o.problemList.categories) }
+        : {}),
+      ...rest,
+    };
   }
 
   /**
@@ -119,21 +141,10 @@ export class ClinicalUpdates {
       const { version, clinical } = await this.#o.records.readClinical(patientServiceId);
       const next = applyClinicalChanges(clinical, update.changes, version + 1);
       if (!next.changed) return { unchanged: { patientServiceId, version } };
-      return {
-        patientServiceId,
-        ...(newPatient === undefined ? {} : { newPatient }),
-        record: {
-          kind: 'clinical',
-          sealed: this.#o.records.sealClinical(patientServiceId, next.record),
-          expectedVersion: version,
-        },
+      return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, version, {
         eventId: update.eventId,
-        now: this.#now(),
-        ...(this.#problemList(next.record) === undefined
-          ? {}
-          : { problemList: this.#problemList(next.record) }),
         extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
-      };
+      });
     });
   }
 
@@ -167,22 +178,11 @@ export class ClinicalUpdates {
         { type: 'patient' as const, facets: old.clinical.patient },
       ];
       const next = applyClinicalChanges(survivor.clinical, changes, survivor.version + 1);
-      return {
-        patientServiceId,
-        ...(newPatient === undefined ? {} : { newPatient }),
-        record: {
-          kind: 'clinical',
-          sealed: this.#o.records.sealClinical(patientServiceId, next.record),
-          expectedVersion: survivor.version,
-        },
+      return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, survivor.version, {
         eventId: input.eventId,
-        now: this.#now(),
-        ...(this.#problemList(next.record) === undefined
-          ? {}
-          : { problemList: this.#problemList(next.record) }),
         extraCategories: [],
         merge: { priorPatientServiceId: prior, priorExpectedVersion: old.version },
-      };
+      });
     });
     return { patientServiceId: result.patientServiceId };
   }
