@@ -1,0 +1,217 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Cleanup } from '../../bench/support/processes.ts';
+import { startChaosStack, type ChaosStack } from './chaos-stack.ts';
+import { computeFigures, type FaultWindow, type Figures } from './figures.ts';
+import { Sender, type SentUpdate } from './sender.ts';
+import { BUILDERS, type Feed } from './updates.ts';
+
+/** What the runner gives every scenario. */
+export interface ScenarioContext {
+  cleanup: Cleanup;
+  tmpDir: string;
+  quick: boolean;
+  logLevel: string;
+  /** Short random id: event ids and control ids carry it, so runs never collide. */
+  runId: string;
+  say(message: string): void;
+}
+
+/** A check a scenario makes on top of the figures (e.g. "the process survived the fuzz"). */
+export interface Check {
+  name: string;
+  ok: boolean;
+  detail?: unknown;
+}
+
+export interface ScenarioOutcome {
+  figures: Figures;
+  checks: Check[];
+  /** Scenario-specific settings and observations. */
+  details: Record<string, unknown>;
+}
+
+/** Traffic in bursts: every `intervalMs`, each patient's next update (a patient's stay in order). */
+export interface BurstPlan {
+  feeds: readonly Feed[];
+  patientsPerFeed: number;
+  bursts: number;
+  intervalMs: number;
+}
+
+export interface Traffic {
+  sender: Sender;
+  /** Resolves when every patient's queue is empty (acknowledged, refused or given up). */
+  done: Promise<void>;
+  plan: BurstPlan;
+}
+
+/** Sender timings: a 5 s attempt timeout, resends after 250 ms doubling to 4 s. */
+export const SENDER_TIMINGS = { attemptTimeoutMs: 5_000, firstRetryMs: 250, maxRetryMs: 4_000 };
+
+/** Starts sending `plan` to `stack`; the sender gives up on an update at `giveUpAt()`. */
+export function startTraffic(
+  ctx: ScenarioContext,
+  stack: ChaosStack,
+  plan: BurstPlan,
+  giveUpAt: () => number,
+  tag: string,
+): Traffic {
+  const sender = new Sender({
+    ingestUrl: stack.ingestUrl,
+    mllpPort: stack.mllpPort,
+    token: stack.token,
+    ...SENDER_TIMINGS,
+    giveUpAt,
+  });
+  const t0 = Date.now();
+  const chains: Promise<void>[] = [];
+  for (const feed of plan.feeds) {
+    for (let p = 0; p < plan.patientsPerFeed; p++) {
+      const patientId = `${feed.toUpperCase()}-${ctx.runId}-${tag}-${p}`;
+      chains.push(
+        (async () => {
+          for (let seq = 0; seq < plan.bursts; seq++) {
+            const wait = t0 + seq * plan.intervalMs - Date.now();
+            if (wait > 0) await sleep(wait);
+            await sender.send(BUILDERS[feed](ctx.runId, patientId, p, seq));
+          }
+        })(),
+      );
+    }
+  }
+  return { sender, done: Promise.all(chains).then(() => undefined), plan };
+}
+
+/**
+ * Waits until every acknowledged update is reflected in a delivered result (the figures' `lost`
+ * is 0), or no new event arrived for `quietMs`, or `maxMs` passed; returns how it ended.
+ */
+export async function drain(
+  stack: ChaosStack,
+  sent: readonly SentUpdate[],
+  { quietMs, maxMs }: { quietMs: number; maxMs: number },
+): Promise<'all reflected' | 'quiet' | 'time limit'> {
+  const deadline = Date.now() + maxMs;
+  let seen = -1;
+  let lastChange = Date.now();
+  while (Date.now() < deadline) {
+    const events = stack.receiver.events;
+    if (events.length !== seen) {
+      seen = events.length;
+      lastChange = Date.now();
+      if (allReflected(sent, events)) return 'all reflected';
+    }
+    if (Date.now() - lastChange > quietMs) return 'quiet';
+    await sleep(250);
+  }
+  return 'time limit';
+}
+
+function allReflected(
+  sent: readonly SentUpdate[],
+  events: ChaosStack['receiver']['events'],
+): boolean {
+  const now = Date.now();
+  const figures = computeFigures({
+    sent,
+    events,
+    attempts: [],
+    serviceRequests: [],
+    faults: [],
+    startedAt: now,
+    endedAt: now,
+  });
+  return figures.lost === 0;
+}
+
+/** Collects the figures once traffic and faults are over and the pipeline drained. */
+export async function figuresOf(
+  stack: ChaosStack,
+  sent: readonly SentUpdate[],
+  faults: readonly FaultWindow[],
+  startedAt: number,
+): Promise<Figures> {
+  return computeFigures({
+    sent,
+    events: stack.receiver.events,
+    attempts: stack.receiver.attempts,
+    serviceRequests: await stack.serviceRequests(),
+    faults,
+    startedAt,
+    endedAt: Date.now(),
+  });
+}
+
+/** Starts a stack named after the scenario with the suite's defaults. */
+export function stackFor(
+  ctx: ScenarioContext,
+  name: string,
+  latency = '200-800',
+): Promise<ChaosStack> {
+  return startChaosStack({
+    cleanup: ctx.cleanup,
+    tmpDir: ctx.tmpDir,
+    name,
+    latency,
+    logLevel: ctx.logLevel,
+  });
+}
+
+/** A scenario of bursts of traffic with faults injected by `inject` while it flows. */
+export interface BurstScenarioOptions {
+  name: string;
+  plan: BurstPlan;
+  latency?: string;
+  /** Injects the faults; resolves with their windows once the last one is lifted. */
+  inject: (stack: ChaosStack, say: (m: string) => void) => Promise<FaultWindow[]>;
+  /** Longest time the faults keep the pipeline from acknowledging (for the sender's patience). */
+  outageMs: number;
+  /** How long without a new delivered event ends the wait for stragglers. */
+  quietMs: number;
+  /** Called with the stack after the figures, for extra checks and details. */
+  inspect?: (
+    stack: ChaosStack,
+    figures: Figures,
+  ) => Promise<{ checks?: Check[]; details?: Record<string, unknown> }>;
+  /** Settings to report. */
+  settings: Record<string, unknown>;
+}
+
+export async function burstScenario(
+  ctx: ScenarioContext,
+  o: BurstScenarioOptions,
+): Promise<ScenarioOutcome> {
+  const say = (m: string) => ctx.say(`${o.name}: ${m}`);
+  say('starting redis, proxy, service, receiver, ingest and worker');
+  const stack = await stackFor(ctx, o.name, o.latency);
+  try {
+    const startedAt = Date.now();
+    const trafficMs = o.plan.bursts * o.plan.intervalMs;
+    const giveUpAt = startedAt + trafficMs + o.outageMs + 60_000;
+    say(
+      `${o.plan.bursts} bursts of ${o.plan.patientsPerFeed * o.plan.feeds.length} updates, every ${o.plan.intervalMs} ms`,
+    );
+    const traffic = startTraffic(ctx, stack, o.plan, () => giveUpAt, 't');
+    const faults = await o.inject(stack, say);
+    await traffic.done;
+    say(`traffic done (${traffic.sender.sent.length} updates); waiting for results`);
+    const drained = await drain(stack, traffic.sender.sent, {
+      quietMs: o.quietMs,
+      maxMs: Math.max(60_000, o.quietMs * 3),
+    });
+    const figures = await figuresOf(stack, traffic.sender.sent, faults, startedAt);
+    const extra = (await o.inspect?.(stack, figures)) ?? {};
+    return {
+      figures,
+      checks: extra.checks ?? [],
+      details: {
+        settings: { ...o.settings, plan: o.plan, service_latency_ms: o.latency ?? '200-800' },
+        drain_ended: drained,
+        process_starts: { ingest: stack.ingest.starts, worker: stack.worker.starts },
+        ...extra.details,
+      },
+    };
+  } finally {
+    await stack.close();
+  }
+}
