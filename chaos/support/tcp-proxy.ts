@@ -21,6 +21,8 @@ export class TcpProxy {
   #server: Server | undefined;
   #mode: ProxyMode = 'pass';
   readonly #pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
+  /** Called with the number of held connections whenever one is accepted while hung. */
+  onHeld: ((held: number) => void) | undefined;
   /** Connections accepted while hung: connected upstream only on restore. */
   readonly #held: { client: Socket; chunks: Buffer[] }[] = [];
 
@@ -63,6 +65,7 @@ export class TcpProxy {
       const held = { client, chunks: [] as Buffer[] };
       client.pause();
       this.#held.push(held);
+      this.onHeld?.(this.#held.length);
       client.on('close', () => {
         const index = this.#held.indexOf(held);
         if (index >= 0) this.#held.splice(index, 1);
