@@ -6,6 +6,12 @@ import { jsonUpdate } from './updates.ts';
 
 const T0 = 1_000_000;
 
+function idOf(updates: readonly SentUpdate[], index: number): string {
+  const update = updates[index];
+  if (!update) throw new Error(`no update ${index}`);
+  return update.update.eventId;
+}
+
 function sent(patient: string, seq: number, acked = true): SentUpdate {
   return {
     update: jsonUpdate('r', patient, 0, seq),
@@ -57,12 +63,12 @@ describe('computeFigures', () => {
     ];
     const f = figures({
       sent: updates,
-      events: [event('e1', 'P1', [updates[1]!.update.eventId], T0 + 500)],
+      events: [event('e1', 'P1', [idOf(updates, 1)], T0 + 500)],
     });
     // P1 seq 0 and 1 are covered by the result of seq 1; P1 seq 2 and P2 seq 0 are not;
     // P3 was never acknowledged, so it is unacknowledged, not lost.
     expect(f.lost).toBe(2);
-    expect(f.lost_examples).toEqual([updates[2]!.update.eventId, updates[3]!.update.eventId]);
+    expect(f.lost_examples).toEqual([idOf(updates, 2), idOf(updates, 3)]);
     expect(f.lost_by_feed).toEqual({ json: 2, hl7: 0, fhir: 0 });
     expect(f.acknowledged).toBe(4);
     expect(f.unacknowledged).toBe(1);
@@ -71,8 +77,8 @@ describe('computeFigures', () => {
 
   it('a result of another category or patient reflects nothing', () => {
     const updates = [sent('P1', 0)];
-    const other = event('e1', 'P2', [updates[0]!.update.eventId], T0);
-    const wrongCategory = event('e2', 'P1', [updates[0]!.update.eventId], T0);
+    const other = event('e1', 'P2', [idOf(updates, 0)], T0);
+    const wrongCategory = event('e2', 'P1', [idOf(updates, 0)], T0);
     (wrongCategory.payload as { ccsr_category: string }).ccsr_category = 'CIR007';
     expect(figures({ sent: updates, events: [other, wrongCategory] }).lost).toBe(1);
   });
