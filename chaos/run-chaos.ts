@@ -84,8 +84,10 @@ async function main(): Promise<number> {
     process.stderr.write(
       `[chaos ${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${message}\n`,
     );
+  const out = resolve(values.out);
   const ctx: ScenarioContext = {
     cleanup,
+    logDir: dirname(out),
     tmpDir,
     quick: values.quick,
     logLevel: values['log-level'],
@@ -158,7 +160,6 @@ async function main(): Promise<number> {
         : 'full: exit 0 only when every scenario passed',
     },
   };
-  const out = resolve(values.out);
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
   say(`JSON in ${out}`);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { stringify } from 'yaml';
 import {
@@ -11,7 +12,9 @@ import {
   waitForLine,
   Cleanup,
 } from '../../bench/support/processes.ts';
+import { WEBHOOK_DELIVERIES } from '../../src/delivery/webhook-deliveries-queue.ts';
 import { generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
+import { CONCORDANCE_QUERIES } from '../../src/queues/queue-names.ts';
 import { redisAnswers, redisServerArgs } from '../../tools/local-redis.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.ts';
 import { TcpProxy } from './tcp-proxy.ts';
@@ -49,6 +52,8 @@ export interface ChaosStack {
   worker: ManagedProcess;
   /** Sets the simulator's fault profile (`{}` clears it). */
   setFaults(profile: object): Promise<void>;
+  /** Job counts of the query and webhook queues, read from the private Redis directly. */
+  queueCounts(): Promise<Record<string, Record<string, number>>>;
   /** The simulator's request log. */
   serviceRequests(): Promise<
     { method: string; path: string; status: number | null; body: unknown }[]
@@ -117,6 +122,26 @@ export interface StackOptions {
 export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   const cleanup = new Cleanup();
   const removeFromParent = o.cleanup.add(o.name, () => cleanup.run());
+  const apiKey = randomBytes(24).toString('base64url');
+  const token = randomBytes(24).toString('base64url');
+  const webhookSecret = `whsec_${randomBytes(24).toString('base64')}`;
+
+  // The local service starts (a second or more) while Redis comes up.
+  const simulatorPort = await freePort();
+  const simulator = cliProcess(
+    `${o.name} simulator`,
+    [
+      'simulator',
+      ...['--port', String(simulatorPort), '--api-key', apiKey, '--latency', o.latency],
+      ...['--request-log', '200000'],
+    ],
+    {},
+  );
+  cleanup.add(`${o.name} simulator`, () => simulator.stop(5_000));
+  const simulatorUp = waitForLine(simulator, 'listening on', 60_000);
+  simulatorUp.catch(() => undefined); // awaited below; a rejection before then is not unhandled
+  const simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
+
   const redisPort = await freePort();
   const redisProc = new ChildProc('redis-server', 'redis-server', redisServerArgs(redisPort), {});
   cleanup.add(`${o.name} redis-server`, () => redisProc.stop(5_000));
@@ -129,24 +154,7 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   cleanup.add(`${o.name} redis admin`, async () => admin.disconnect());
   const proxy = await TcpProxy.start(redisPort);
   cleanup.add(`${o.name} proxy`, () => proxy.close());
-
-  const apiKey = randomBytes(24).toString('base64url');
-  const token = randomBytes(24).toString('base64url');
-  const webhookSecret = `whsec_${randomBytes(24).toString('base64')}`;
-
-  const simulatorPort = await freePort();
-  const simulator = cliProcess(
-    `${o.name} simulator`,
-    [
-      'simulator',
-      ...['--port', String(simulatorPort), '--api-key', apiKey, '--latency', o.latency],
-      ...['--request-log', '200000'],
-    ],
-    {},
-  );
-  cleanup.add(`${o.name} simulator`, () => simulator.stop(5_000));
-  await waitForLine(simulator, 'listening on');
-  const simulatorUrl = `http://127.0.0.1:${simulatorPort}`;
+  await simulatorUp;
 
   const receiverDown = { value: false };
   const receiver = await startWebhookReceiver({
@@ -190,6 +198,10 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   await Promise.all([ingest.start(), worker.start()]);
 
   const adminHeaders = { 'x-admin-key': apiKey };
+  const queues = [CONCORDANCE_QUERIES, WEBHOOK_DELIVERIES].map(
+    (name) => new Queue(name, { connection: admin, prefix: '{cw}' }),
+  );
+  cleanup.add(`${o.name} queue readers`, () => Promise.all(queues.map((q) => q.close())));
   return {
     redisUrl,
     admin,
@@ -210,6 +222,11 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
         body: JSON.stringify(profile),
       });
       if (!response.ok) throw new Error(`fault profile refused: ${await response.text()}`);
+    },
+    async queueCounts() {
+      const counts: Record<string, Record<string, number>> = {};
+      for (const queue of queues) counts[queue.name] = await queue.getJobCounts();
+      return counts;
     },
     async serviceRequests() {
       const response = await fetch(`${simulatorUrl}/_admin/requests`, { headers: adminHeaders });

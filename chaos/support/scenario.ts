@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Cleanup } from '../../bench/support/processes.ts';
 import { startChaosStack, type ChaosStack } from './chaos-stack.ts';
@@ -11,6 +13,8 @@ export interface ScenarioContext {
   tmpDir: string;
   quick: boolean;
   logLevel: string;
+  /** Where a failing scenario leaves the last log lines of its processes. */
+  logDir: string;
   /** Short random id: event ids and control ids carry it, so runs never collide. */
   runId: string;
   say(message: string): void;
@@ -82,15 +86,25 @@ export function startTraffic(
   return { sender, done: Promise.all(chains).then(() => undefined), plan };
 }
 
+/** Jobs still to run (waiting, active, delayed, prioritized) in the query and webhook queues. */
+export async function pendingJobs(stack: ChaosStack): Promise<number> {
+  const counts = await stack.queueCounts();
+  let pending = 0;
+  for (const c of Object.values(counts))
+    pending += (c.waiting ?? 0) + (c.active ?? 0) + (c.delayed ?? 0) + (c.prioritized ?? 0);
+  return pending;
+}
+
 /**
  * Waits until every acknowledged update is reflected in a delivered result (the figures' `lost`
- * is 0), or no new event arrived for `quietMs`, or `maxMs` passed; returns how it ended.
+ * is 0); or until the queues hold nothing left to run and no new event arrived for `quietMs`; or
+ * until `maxMs` passed. Returns how it ended.
  */
 export async function drain(
   stack: ChaosStack,
   sent: readonly SentUpdate[],
   { quietMs, maxMs }: { quietMs: number; maxMs: number },
-): Promise<'all reflected' | 'quiet' | 'time limit'> {
+): Promise<'all reflected' | 'quiet and queues empty' | 'time limit'> {
   const deadline = Date.now() + maxMs;
   let seen = -1;
   let lastChange = Date.now();
@@ -101,7 +115,8 @@ export async function drain(
       lastChange = Date.now();
       if (allReflected(sent, events)) return 'all reflected';
     }
-    if (Date.now() - lastChange > quietMs) return 'quiet';
+    if (Date.now() - lastChange > quietMs && (await pendingJobs(stack)) === 0)
+      return 'quiet and queues empty';
     await sleep(250);
   }
   return 'time limit';
@@ -140,6 +155,19 @@ export async function figuresOf(
     startedAt,
     endedAt: Date.now(),
   });
+}
+
+/** Writes the last lines the pipeline processes printed next to the JSON; returns the path. */
+export function saveLogs(ctx: ScenarioContext, name: string, stack: ChaosStack): string {
+  mkdirSync(ctx.logDir, { recursive: true });
+  const path = join(ctx.logDir, `${name}-${ctx.runId}.log`);
+  const tail = (label: string, lines: readonly string[]) =>
+    `== ${label} (last ${lines.length} lines)\n${lines.join('\n')}\n`;
+  writeFileSync(
+    path,
+    tail('ingest', stack.ingest.proc.lines) + tail('worker', stack.worker.proc.lines),
+  );
+  return path;
 }
 
 /** Starts a stack named after the scenario with the suite's defaults. */
@@ -197,9 +225,11 @@ export async function burstScenario(
     say(`traffic done (${traffic.sender.sent.length} updates); waiting for results`);
     const drained = await drain(stack, traffic.sender.sent, {
       quietMs: o.quietMs,
-      maxMs: Math.max(60_000, o.quietMs * 3),
+      maxMs: Math.max(90_000, o.quietMs * 3),
     });
     const figures = await figuresOf(stack, traffic.sender.sent, faults, startedAt);
+    const queues = await stack.queueCounts();
+    const logs = figures.lost + figures.unacknowledged > 0 ? saveLogs(ctx, o.name, stack) : null;
     const extra = (await o.inspect?.(stack, figures)) ?? {};
     return {
       figures,
@@ -207,6 +237,9 @@ export async function burstScenario(
       details: {
         settings: { ...o.settings, plan: o.plan, service_latency_ms: o.latency ?? '200-800' },
         drain_ended: drained,
+        // Jobs left in the queues at the end (`failed`: jobs BullMQ gave up on).
+        queues_at_end: queues,
+        ...(logs === null ? {} : { process_logs: logs }),
         process_starts: { ingest: stack.ingest.starts, worker: stack.worker.starts },
         ...extra.details,
       },
