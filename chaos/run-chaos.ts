@@ -11,7 +11,7 @@
  * count (the JSON says so); 1 otherwise; 2 for bad arguments.
  */
 import { randomBytes } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -64,6 +64,13 @@ async function main(): Promise<number> {
   if (unknown.length > 0) {
     process.stderr.write(`unknown scenario ${unknown.join(', ')}\n${USAGE}\n`);
     return 2;
+  }
+  // Each scenario runs its own redis-server behind the proxy: the shared Redis will not do.
+  if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) {
+    process.stderr.write(
+      'chaos: needs the redis-server binary on PATH (scripts/ensure-redis.sh installs it)\n',
+    );
+    return 1;
   }
   const selected = SCENARIOS.filter((s) => only === undefined || only.includes(s.name));
 

@@ -40,14 +40,16 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
   {
     name: 'redis-refused',
     description: 'Redis refuses connections (proxy closed, connections reset) during bursts',
-    known_defect: 'issue 8 point 1 (record written, queries not scheduled)',
+    known_defect:
+      'issue 8 points 1 (record written, queries not scheduled) and 5 (no command timeout: requests hang)',
     run: redisOutage('refused'),
   },
   {
     name: 'redis-blips',
     description:
       'Redis refuses connections for 300 ms many times during bursts (a fault between two ingest steps)',
-    known_defect: 'issue 8 point 1 (record written, queries not scheduled)',
+    known_defect:
+      'issue 8 points 1 (record written, queries not scheduled) and 5 (no command timeout: requests hang)',
     run: redisOutage('blips'),
   },
   {
@@ -72,7 +74,8 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     name: 'fuzz',
     description:
       'malformed JSON and FHIR bodies, MLLP garbage and oversize frames: nothing changes, the ingester survives and still accepts valid updates',
-    known_defect: 'issue 8 point 11 (a 5,000-deep metadata object gives 500)',
+    known_defect:
+      'issue 8 point 11 (a 5,000-deep metadata object gives 500; a 422 record_missing creates a crosswalk entry)',
     run: fuzz,
   },
 ];
