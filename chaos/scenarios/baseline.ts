@@ -7,7 +7,7 @@ export function baseline(ctx: ScenarioContext): Promise<ScenarioOutcome> {
     plan: {
       feeds: ['json', 'hl7', 'fhir'],
       patientsPerFeed: ctx.quick ? 5 : 15,
-      bursts: ctx.quick ? 6 : 20,
+      bursts: ctx.quick ? 4 : 20,
       intervalMs: ctx.quick ? 1_500 : 2_000,
     },
     outageMs: 0,

@@ -19,7 +19,7 @@ export function redisOutage(mode: RedisFault) {
     const plan = {
       feeds: ['json', 'hl7', 'fhir'] as const,
       patientsPerFeed: mode === 'blips' ? (ctx.quick ? 10 : 20) : ctx.quick ? 5 : 12,
-      bursts: ctx.quick ? 8 : 20,
+      bursts: mode === 'blips' ? (ctx.quick ? 12 : 35) : ctx.quick ? 8 : 20,
       intervalMs: mode === 'blips' ? 1_000 : ctx.quick ? 1_500 : 3_000,
     };
     return burstScenario(ctx, {
@@ -32,11 +32,12 @@ export function redisOutage(mode: RedisFault) {
         outages: blips,
         proxy: mode === 'hung' ? 'black hole' : 'listening socket closed, connections reset',
       },
-      async inject(stack, say) {
+      async inject(stack, say, trafficEnd) {
         const faults: FaultWindow[] = [];
         await sleep(mode === 'blips' ? 500 : plan.intervalMs * 2.3);
         for (let b = 0; b < blips; b++) {
           if (b > 0) await sleep(plan.intervalMs * 0.77);
+          if (mode === 'blips' && Date.now() + outageMs > trafficEnd) break;
           const start = Date.now();
           if (mode === 'hung') stack.proxy.hang();
           else await stack.proxy.refuse();
@@ -49,7 +50,7 @@ export function redisOutage(mode: RedisFault) {
             end: Date.now(),
           });
         }
-        say(mode === 'blips' ? `${blips} refusals of ${outageMs} ms done` : 'redis back');
+        say(mode === 'blips' ? `${faults.length} refusals of ${outageMs} ms done` : 'redis back');
         return faults;
       },
       async inspect(stack, figures) {

@@ -191,7 +191,12 @@ export interface BurstScenarioOptions {
   plan: BurstPlan;
   latency?: string;
   /** Injects the faults; resolves with their windows once the last one is lifted. */
-  inject: (stack: ChaosStack, say: (m: string) => void) => Promise<FaultWindow[]>;
+  inject: (
+    stack: ChaosStack,
+    say: (m: string) => void,
+    /** Epoch ms when the last burst is due: faults start before it. */
+    trafficEnd: number,
+  ) => Promise<FaultWindow[]>;
   /** Longest time the faults keep the pipeline from acknowledging (for the sender's patience). */
   outageMs: number;
   /** How long without a new delivered event ends the wait for stragglers. */
@@ -220,7 +225,7 @@ export async function burstScenario(
       `${o.plan.bursts} bursts of ${o.plan.patientsPerFeed * o.plan.feeds.length} updates, every ${o.plan.intervalMs} ms`,
     );
     const traffic = startTraffic(ctx, stack, o.plan, () => giveUpAt, 't');
-    const faults = await o.inject(stack, say);
+    const faults = await o.inject(stack, say, startedAt + trafficMs);
     await traffic.done;
     say(`traffic done (${traffic.sender.sent.length} updates); waiting for results`);
     const drained = await drain(stack, traffic.sender.sent, {
