@@ -133,7 +133,7 @@ describe('computeFigures', () => {
       ],
     });
     // acks at +100, +150, +500; events at +300, +900.
-    expect(f.time_to_recover_ms).toEqual({ ingest: 250, delivery: 180 });
+    expect(f.time_to_recover_ms).toEqual({ ingest: 250, delivery: 180, delivery_backlog: null });
     expect(f.faults).toEqual([
       { what: 'a', start_ms: 0, duration_ms: 120 },
       { what: 'b', start_ms: 200, duration_ms: 50 },
@@ -142,6 +142,15 @@ describe('computeFigures', () => {
 
   it('no success after a fault gives null', () => {
     const f = figures({ faults: [{ what: 'a', start: T0, end: T0 + 1 }] });
-    expect(f.time_to_recover_ms).toEqual({ ingest: null, delivery: null });
+    expect(f.time_to_recover_ms).toEqual({ ingest: null, delivery: null, delivery_backlog: null });
+  });
+
+  it('the delivery backlog ends with the last delivery of an event the receiver had refused', () => {
+    const f = figures({
+      events: [event('e1', 'P1', [], T0 + 400), event('e2', 'P1', [], T0 + 900)],
+      attempts: [attempt('e1', 503), attempt('e1', 204), attempt('e2', 204)],
+      faults: [{ what: 'receiver down', start: T0, end: T0 + 100 }],
+    });
+    expect(f.time_to_recover_ms.delivery_backlog).toBe(300);
   });
 });

@@ -59,7 +59,15 @@ export interface Figures {
    * From the end of each fault to the first acknowledged update (`ingest`) and the first delivered
    * event (`delivery`) after it; the worst over the scenario's faults, in ms (null: none after it).
    */
-  time_to_recover_ms: { ingest: number | null; delivery: number | null };
+  time_to_recover_ms: {
+    ingest: number | null;
+    delivery: number | null;
+    /**
+     * From the end of the last fault to the delivery of the last event the receiver had refused
+     * at least once (how long the held-back backlog took; null when nothing was refused).
+     */
+    delivery_backlog: number | null;
+  };
   faults: { what: string; start_ms: number; duration_ms: number }[];
   duration_ms: number;
 }
@@ -165,6 +173,18 @@ export function computeFigures(input: {
   let duplicateDeliveries = 0;
   for (const count of okPerId.values()) duplicateDeliveries += count - 1;
 
+  const refused = new Set(
+    attempts
+      .filter((a) => a.verified && (a.status < 200 || a.status >= 300))
+      .map((a) => a.webhookId),
+  );
+  const lastFaultEnd = faults.length === 0 ? null : Math.max(...faults.map((f) => f.end));
+  const backlogTimes = events.filter((e) => refused.has(e.webhookId)).map((e) => e.receivedAt);
+  const backlog =
+    lastFaultEnd === null || backlogTimes.length === 0
+      ? null
+      : Math.max(...backlogTimes) - lastFaultEnd;
+
   const ackTimes = sent.flatMap((s) => (s.ackedAt === undefined ? [] : [s.ackedAt]));
   const eventTimes = events.map((e) => e.receivedAt);
 
@@ -189,6 +209,7 @@ export function computeFigures(input: {
     time_to_recover_ms: {
       ingest: worst(faults.map((f) => firstAfter(ackTimes, f.end))),
       delivery: worst(faults.map((f) => firstAfter(eventTimes, f.end))),
+      delivery_backlog: backlog,
     },
     faults: faults.map((f) => ({
       what: f.what,
