@@ -73,6 +73,8 @@ describe('computeFigures', () => {
     expect(f.acknowledged).toBe(4);
     expect(f.unacknowledged).toBe(1);
     expect(f.answers).toEqual({ '202': 4, '503': 3 });
+    // acks at +100 and +101; the result naming seq 1 arrived at +500.
+    expect(f.reflected_after_ms).toEqual({ p50: 399, p99: 400, max: 400 });
   });
 
   it('a result of another category or patient reflects nothing', () => {

@@ -43,6 +43,11 @@ export interface Figures {
    */
   lost: number;
   lost_by_feed: Record<Feed, number>;
+  /**
+   * From an update's acknowledgement to the first delivered result reflecting it (the same rule as
+   * `lost`), over the reflected updates: median, 99th percentile and maximum, in ms.
+   */
+  reflected_after_ms: { p50: number | null; p99: number | null; max: number | null };
   /** Up to five lost event ids, for looking them up. */
   lost_examples: string[];
   /** Submissions the service accepted (POST /v1/concordance answered 2xx). */
@@ -92,6 +97,13 @@ function worst(values: (number | null)[]): number | null {
   return Math.max(...(values as number[]));
 }
 
+/** Nearest-rank percentile (null for no values). */
+function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? null;
+}
+
 function sumAnswers(sent: readonly SentUpdate[]): Record<string, number> {
   const total: Record<string, number> = {};
   for (const s of sent)
@@ -118,6 +130,15 @@ export function computeFigures(input: {
   }
   const eventsByStatus: Record<string, number> = {};
   const reflected = new Map<string, Set<string>>(); // patient_id -> event ids named by its results
+  const firstNamedAt = new Map<string, number>(); // event id -> when a result first named it
+  for (const event of events) {
+    const payload = event.payload as EventPayload;
+    if (payload.ccsr_category !== CATEGORY) continue;
+    for (const id of payload.triggered_by?.event_ids ?? []) {
+      const seen = firstNamedAt.get(id);
+      if (seen === undefined || event.receivedAt < seen) firstNamedAt.set(id, event.receivedAt);
+    }
+  }
   for (const payload of byId.values()) {
     const status = payload.status ?? 'unknown';
     eventsByStatus[status] = (eventsByStatus[status] ?? 0) + 1;
@@ -136,12 +157,19 @@ export function computeFigures(input: {
   const lostByFeed: Record<Feed, number> = { json: 0, hl7: 0, fhir: 0 };
   const lostExamples: string[] = [];
   let lost = 0;
+  const lags: number[] = [];
   for (const [patientId, list] of byPatient) {
     const ids = reflected.get(patientId) ?? new Set<string>();
     for (const s of list) {
       if (s.ackedAt === undefined) continue;
-      const covered = list.some((o) => o.update.seq >= s.update.seq && ids.has(o.update.eventId));
-      if (covered) continue;
+      const covering = list.filter(
+        (o) => o.update.seq >= s.update.seq && ids.has(o.update.eventId),
+      );
+      if (covering.length > 0) {
+        const at = Math.min(...covering.map((o) => firstNamedAt.get(o.update.eventId) ?? Infinity));
+        if (Number.isFinite(at)) lags.push(Math.max(0, at - s.ackedAt));
+        continue;
+      }
       lost++;
       lostByFeed[s.update.feed]++;
       if (lostExamples.length < 5) lostExamples.push(s.update.eventId);
@@ -200,6 +228,11 @@ export function computeFigures(input: {
     delivered: byId.size,
     lost,
     lost_by_feed: lostByFeed,
+    reflected_after_ms: {
+      p50: percentile(lags, 0.5),
+      p99: percentile(lags, 0.99),
+      max: lags.length === 0 ? null : Math.max(...lags),
+    },
     lost_examples: lostExamples,
     submissions: accepted.length,
     duplicate_submissions: accepted.length - distinctBodies.size,
