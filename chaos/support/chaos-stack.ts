@@ -68,6 +68,19 @@ export interface ManagedProcess {
   start(): Promise<void>;
   kill(signal?: NodeJS.Signals): Promise<void>;
   stop(): Promise<void>;
+  /**
+   * SIGTERM, then waits up to `graceMs` (SIGKILL after that): how it ended and how long it took.
+   * Undefined when it was not running.
+   */
+  shutdown(graceMs: number): Promise<ShutdownResult | undefined>;
+}
+
+/** How a pipeline process ended after SIGTERM. */
+export interface ShutdownResult {
+  exit_code: number | null;
+  /** `SIGKILL` when it did not exit within the grace period. */
+  signal: string | null;
+  ms: number;
 }
 
 function managed(
@@ -101,6 +114,20 @@ function managed(
       await current.exited;
     },
     stop: stopIt,
+    async shutdown(graceMs) {
+      const proc = current;
+      if (!proc?.running) return undefined;
+      const started = Date.now();
+      proc.child.kill('SIGTERM');
+      const timer = setTimeout(() => proc.child.kill('SIGKILL'), graceMs);
+      await proc.exited;
+      clearTimeout(timer);
+      return {
+        exit_code: proc.child.exitCode,
+        signal: proc.child.signalCode,
+        ms: Date.now() - started,
+      };
+    },
   };
 }
 

@@ -185,6 +185,9 @@ export function stackFor(
   });
 }
 
+/** How long the pipeline processes get to exit after SIGTERM at the end of a scenario. */
+export const SHUTDOWN_GRACE_MS = 30_000;
+
 /** A scenario of bursts of traffic with faults injected by `inject` while it flows. */
 export interface BurstScenarioOptions {
   name: string;
@@ -236,9 +239,22 @@ export async function burstScenario(
     const queues = await stack.queueCounts();
     const logs = figures.lost + figures.unacknowledged > 0 ? saveLogs(ctx, o.name, stack) : null;
     const extra = (await o.inspect?.(stack, figures)) ?? {};
+    // Issue 8 asks for exit 0 within a grace period (25 s by default) after SIGTERM, outage or not.
+    const [ingestExit, workerExit] = await Promise.all([
+      stack.ingest.shutdown(SHUTDOWN_GRACE_MS),
+      stack.worker.shutdown(SHUTDOWN_GRACE_MS),
+    ]);
+    const shutdown = { ingest: ingestExit ?? null, worker: workerExit ?? null };
     return {
       figures,
-      checks: extra.checks ?? [],
+      checks: [
+        ...(extra.checks ?? []),
+        {
+          name: `ingest and worker exit 0 within ${SHUTDOWN_GRACE_MS / 1000} s of SIGTERM`,
+          ok: [ingestExit, workerExit].every((e) => e?.exit_code === 0),
+          detail: shutdown,
+        },
+      ],
       details: {
         settings: { ...o.settings, plan: o.plan, service_latency_ms: o.latency ?? '200-800' },
         drain_ended: drained,
