@@ -7,6 +7,7 @@ export default defineConfig({
       'workers/**/*.test.ts',
       'test/**/*.test.ts',
       'chaos/**/*.test.ts',
+      'tools/**/*.test.ts',
     ],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,

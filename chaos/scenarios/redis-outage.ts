@@ -39,11 +39,11 @@ export function redisOutage(mode: RedisFault) {
           if (b > 0) await sleep(plan.intervalMs * 0.77);
           if (mode === 'blips' && Date.now() + outageMs > trafficEnd) break;
           const start = Date.now();
-          if (mode === 'hung') stack.proxy.hang();
+          if (mode === 'hung') await stack.proxy.hang();
           else await stack.proxy.refuse();
           if (mode !== 'blips') say(`redis ${mode} for ${outageMs / 1000} s`);
           await sleep(outageMs);
-          await stack.proxy.restore();
+          await stack.proxy.forward();
           faults.push({
             what: `redis ${mode === 'blips' ? 'refused' : mode}`,
             start,

@@ -34,35 +34,28 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     name: 'ingest-kill',
     description:
       'kill -9 of the `ingest` process several times during bursts; the sender resends what was not acknowledged',
-    known_defect: 'issue 8 point 1 (record written, queries not scheduled)',
     run: processKills('ingest'),
   },
   {
     name: 'redis-refused',
     description: 'Redis refuses connections (proxy closed, connections reset) during bursts',
-    known_defect:
-      'issue 8 points 1 (record written, queries not scheduled) and 5 (no command timeout: requests hang)',
     run: redisOutage('refused'),
   },
   {
     name: 'redis-blips',
     description:
       'Redis refuses connections for 300 ms many times during bursts (a fault between two ingest steps)',
-    known_defect:
-      'issue 8 points 1 (record written, queries not scheduled) and 5 (no command timeout: requests hang)',
     run: redisOutage('blips'),
   },
   {
     name: 'redis-hung',
     description: 'Redis accepts connections but answers nothing (proxy black hole) during bursts',
-    known_defect: 'issue 8 point 5 (a hung Redis makes ingest hang)',
     run: redisOutage('hung'),
   },
   {
     name: 'service-faults',
     description:
       'the service answers 5xx, 429 with Retry-After, hangs, wrong-shape and unreadable bodies, loses, fails and never finishes jobs',
-    known_defect: 'issue 8 point 2 (non-retryable answers end without an event)',
     run: serviceFaults,
   },
   {
@@ -74,8 +67,6 @@ export const SCENARIOS: readonly ScenarioEntry[] = [
     name: 'fuzz',
     description:
       'malformed JSON and FHIR bodies, MLLP garbage and oversize frames: nothing changes, the ingester survives and still accepts valid updates',
-    known_defect:
-      'issue 8 point 11 (a 5,000-deep metadata object gives 500; a 422 record_missing creates a crosswalk entry)',
     run: fuzz,
   },
 ];

@@ -14,10 +14,11 @@ import {
 } from '../../bench/support/processes.ts';
 import { WEBHOOK_DELIVERIES } from '../../src/delivery/webhook-deliveries-queue.ts';
 import { generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
+import { queryOutboxKey } from '../../src/queries/query-outbox.ts';
 import { CONCORDANCE_QUERIES } from '../../src/queues/queue-names.ts';
 import { redisAnswers, redisServerArgs } from '../../tools/local-redis.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../tools/webhook-receiver.ts';
-import { TcpProxy } from './tcp-proxy.ts';
+import { TcpProxy } from '../../tools/tcp-proxy.ts';
 
 /**
  * The configuration the chaos processes run with (merged over config/default.yaml). Shorter than
@@ -179,7 +180,7 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   }
   const admin = new Redis(redisUrl, { maxRetriesPerRequest: null });
   cleanup.add(`${o.name} redis admin`, async () => admin.disconnect());
-  const proxy = await TcpProxy.start(redisPort);
+  const proxy = await TcpProxy.start({ host: '127.0.0.1', port: redisPort });
   cleanup.add(`${o.name} proxy`, () => proxy.close());
   await simulatorUp;
 
@@ -196,7 +197,7 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   const mllpPort = await freePort();
   const metricsPort = await freePort();
   const env = {
-    REDIS_URL: proxy.url,
+    REDIS_URL: proxy.redisUrl,
     REDIS_PREFIX: '{cw}',
     SERVICE_BASE_URL: simulatorUrl,
     SERVICE_API_KEY: apiKey,
@@ -253,6 +254,8 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
     async queueCounts() {
       const counts: Record<string, Record<string, number>> = {};
       for (const queue of queues) counts[queue.name] = await queue.getJobCounts();
+      // Queries ingest opened that no worker has queued yet (the due set) are still to run.
+      counts['due set'] = { waiting: await admin.zcard(queryOutboxKey('{cw}')) };
       return counts;
     },
     async serviceRequests() {

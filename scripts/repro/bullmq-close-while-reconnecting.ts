@@ -27,7 +27,7 @@
  */
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { TcpProxy } from '../../test/support/tcp-proxy.ts';
+import { TcpProxy } from '../../tools/tcp-proxy.ts';
 
 const target = process.argv[2] ?? 'redis://127.0.0.1:6379';
 const started = Date.now();

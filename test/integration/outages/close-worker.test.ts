@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { closeWorker } from '../../../src/runtime/close-worker.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
-import { TcpProxy } from '../../support/tcp-proxy.ts';
+import { TcpProxy } from '../../../tools/tcp-proxy.ts';
 
 /**
  * closeWorker() against the BullMQ close that never ends while the worker's blocking connection

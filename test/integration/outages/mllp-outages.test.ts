@@ -2,7 +2,7 @@ import { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../../support/eventually.ts';
 import { testRedisUrl } from '../../support/redis.ts';
-import { TcpProxy } from '../../support/tcp-proxy.ts';
+import { TcpProxy } from '../../../tools/tcp-proxy.ts';
 import {
   fixture,
   frame,

@@ -6,7 +6,7 @@ import {
   type PipelineProcesses,
 } from '../../support/pipeline-processes.ts';
 import { testRedisUrl } from '../../support/redis.ts';
-import { TcpProxy } from '../../support/tcp-proxy.ts';
+import { TcpProxy } from '../../../tools/tcp-proxy.ts';
 import { fixture, frame, MllpClient } from '../hl7v2/support/hl7v2-harness.ts';
 
 const API_KEY = 'outage-test-api-key';

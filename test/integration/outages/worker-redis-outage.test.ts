@@ -4,7 +4,7 @@ import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
 import { outboundConfigFile } from '../../support/outbound.ts';
 import { testRedisUrl } from '../../support/redis.ts';
-import { TcpProxy } from '../../support/tcp-proxy.ts';
+import { TcpProxy } from '../../../tools/tcp-proxy.ts';
 
 interface LogLine {
   msg: string;

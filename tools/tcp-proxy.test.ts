@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createConnection } from 'node:net';
 import { Redis, type RedisOptions } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { testRedisUrl } from './redis.ts';
+import { testRedisUrl } from '../test/support/redis.ts';
 import { TcpProxy } from './tcp-proxy.ts';
 
 const open: { quit(): Promise<unknown> }[] = [];
