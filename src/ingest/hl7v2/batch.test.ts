@@ -20,6 +20,8 @@ describe('HL7 v2 batches', () => {
     expect(isBatch(Buffer.from(`\uFEFFBHS|^~\\&\r${msh('M1')}`))).toBe(true);
     expect(isBatch(Buffer.from(`${msh('M1')}\rPID|1`))).toBe(false);
     expect(isBatch(Buffer.alloc(0))).toBe(false);
+    expect(isBatch(Buffer.from('\r\n\rBHS|^~\\&'))).toBe(true);
+    expect(isBatch(Buffer.from('BH|S'))).toBe(false);
   });
 
   it('cuts each message out as bytes, with its own segments', () => {

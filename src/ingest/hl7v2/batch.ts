@@ -36,10 +36,14 @@ function lines(bytes: Buffer): Buffer[] {
 
 const nameOf = (line: Buffer) => line.subarray(0, 3).toString('latin1');
 
-/** True when the input starts with FHS or BHS (a batch rather than one message). */
+/** True when the first non-empty line (a UTF-8 BOM dropped) starts with FHS or BHS. */
 export function isBatch(bytes: Buffer): boolean {
-  const first = lines(bytes.subarray(0, 64))[0];
-  return first !== undefined && (nameOf(first) === 'FHS' || nameOf(first) === 'BHS');
+  let start = 0;
+  while (start < bytes.length && (bytes[start] === CR || bytes[start] === LF)) start += 1;
+  let head = bytes.subarray(start, start + 6);
+  if (head[0] === 0xef && head[1] === 0xbb && head[2] === 0xbf) head = head.subarray(3);
+  const name = head.subarray(0, 3).toString('latin1');
+  return name === 'FHS' || name === 'BHS';
 }
 
 /**

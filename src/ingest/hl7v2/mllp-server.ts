@@ -319,7 +319,14 @@ export function frameOf(message: string): Buffer {
   return frameBytes(Buffer.from(message, 'utf8'));
 }
 
-/** VT bytes FS CR (an ACK already encoded in its message's character set). */
+/**
+ * VT bytes FS CR (an ACK already encoded in its message's character set). VT and FS bytes in the
+ * ACK (echoed from a malformed message's MSH-10, say) are dropped: an FS before a CR would end
+ * the frame early and the sender would read two answers. No supported character set uses these
+ * bytes inside a multi-byte character.
+ */
 export function frameBytes(bytes: Buffer): Buffer {
-  return Buffer.concat([Buffer.of(VT), bytes, Buffer.of(FS, CR)]);
+  const body =
+    bytes.includes(VT) || bytes.includes(FS) ? bytes.filter((b) => b !== VT && b !== FS) : bytes;
+  return Buffer.concat([Buffer.of(VT), Buffer.from(body), Buffer.of(FS, CR)]);
 }

@@ -84,6 +84,17 @@ describe('HL7 v2 batches', () => {
     expect(await h.crosswalk.find('BÃ\u0084TCH-3')).toBeDefined();
   });
 
+  it('an FS echoed from a malformed MSH-10 does not split the answer in two', async () => {
+    h = await startHl7v2Harness();
+    const client = await MllpClient.open(h.mllp.port);
+    client.write(frame(Buffer.from(adt('FS-1', 'F1\x1c'), 'latin1')));
+    client.write(frame(Buffer.from(batchOf([adt('FS-2', 'F2\x1c')]), 'latin1')));
+    await client.end();
+    expect(client.acks).toHaveLength(2);
+    expect(segments(client.acks[0] ?? '', 'MSA')[0]?.slice(1, 3)).toEqual(['AA', 'F1']);
+    expect(segments(client.acks[1] ?? '', 'MSA')[0]?.slice(1, 3)).toEqual(['AA', 'F2']);
+  });
+
   it('HTTP: 200 with the batch of ACKs', async () => {
     h = await startHl7v2Harness();
     const response = await h.app.inject({
