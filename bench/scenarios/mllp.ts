@@ -44,7 +44,7 @@ const CR = 0x0d;
 /** An ADT^A08 with demographics and two DG1 (ICD-10-CM) for one patient, in ISO 8859-1. */
 function adtWithDg1(patient: string, controlId: string): Buffer {
   const text = [
-    `MSH|^~\\&|BENCH|HOSP|CW|HOSP|20261123080000||ADT^A08^ADT_A01|${controlId}|P|2.5.1|||||||8859/1`,
+    `MSH|^~\\&|BENCH|HOSP|CW|HOSP|20261123080000||ADT^A08^ADT_A01|${controlId}|P|2.5.1||||||8859/1`,
     `EVN|A08|20261123080000`,
     `PID|1||${patient}^^^HOSP^MR||MÜLLER^JÖRG||19620314|M`,
     `PV1|1|O`,
@@ -156,7 +156,11 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
     };
 
     ctx.say(`mllp: warm-up ${settings.warmupSeconds} s`);
-    await run(Math.min(8, settings.connections), settings.warmupSeconds);
+    const warm = await run(Math.min(8, settings.connections), settings.warmupSeconds);
+    // A figure of refused messages would be meaningless: every answer must be AA.
+    if (Object.keys(warm.acks).some((code) => code !== 'AA')) {
+      throw new Error(`mllp: the bench message was not accepted: ${JSON.stringify(warm.acks)}`);
+    }
     ctx.say(`mllp: ${settings.connections} connections for ${settings.seconds} s`);
     const measured = await run(settings.connections, settings.seconds);
     const rss = processMemory(proc.pid);

@@ -30,8 +30,8 @@ export const HL7V2_MEDIA_TYPES = ['text/plain', 'application/hl7-v2', 'x-applica
  * `POST /v1/hl7v2`: the body is one ER7 message, the answer its ACK (200 for AA, AE and AR), or a
  * batch (FHS/BHS), the answer one batch of ACKs. The body is read as bytes and decoded by the
  * `Content-Type` charset, else MSH-18, else `charset.http_default`; the ACK is sent in UTF-8. A
- * transient failure (any message of a batch) is 503 with `Retry-After` (the interface's `{detail}` body), so that the engine
- * keeps the message queued and resends it. Bearer auth applies as on every ingest route.
+ * transient failure (of any message of a batch) is 503 with `Retry-After` (the interface's
+ * `{detail}` body), so that the engine keeps the message queued and resends it. Bearer auth applies as on every ingest route.
  */
 export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, options) => {
   const handler = new Hl7v2Handler({
