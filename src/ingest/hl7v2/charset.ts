@@ -49,6 +49,17 @@ function aliasOf(normalized: string): string | undefined {
  * listener default.
  */
 export function encodingOf(name: string): string | undefined {
+  const known = resolved.get(name);
+  if (known !== undefined || resolved.has(name)) return known;
+  const encoding = lookUp(name);
+  // Names come from the wire: remember a bounded number of them.
+  if (resolved.size < 256) resolved.set(name, encoding);
+  return encoding;
+}
+
+const resolved = new Map<string, string | undefined>();
+
+function lookUp(name: string): string | undefined {
   const normalized = name.trim().toUpperCase().replace(/\s+/g, ' ');
   if (normalized === '') return undefined;
   const encoding = TABLE_0211[normalized] ?? aliasOf(normalized);
@@ -71,8 +82,9 @@ const LF = 0x0a;
 export function msh18Of(bytes: Buffer): string {
   let start = 0;
   while (start < bytes.length) {
-    let end = start;
-    while (end < bytes.length && bytes[end] !== CR && bytes[end] !== LF) end += 1;
+    const cr = bytes.indexOf(CR, start);
+    const lf = bytes.indexOf(LF, start);
+    const end = cr === -1 ? (lf === -1 ? bytes.length : lf) : lf === -1 ? cr : Math.min(cr, lf);
     let line = bytes.subarray(start, end);
     if (line[0] === 0xef && line[1] === 0xbb && line[2] === 0xbf) line = line.subarray(3);
     if (line.length >= 8 && line.subarray(0, 3).toString('latin1') === 'MSH') {
