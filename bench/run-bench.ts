@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
 import { DEFAULT_INFLIGHT, inflightScenario, type InflightResult } from './scenarios/inflight.ts';
 import { DEFAULT_INGEST, ingestScenario, type IngestResult } from './scenarios/ingest.ts';
+import { DEFAULT_MLLP, mllpScenario, type MllpResult } from './scenarios/mllp.ts';
 import { DEFAULT_PIPELINE, pipelineScenario, type PipelineResult } from './scenarios/pipeline.ts';
 import {
   DEFAULT_POLLING_COST,
@@ -24,7 +25,7 @@ import type { BenchContext } from './support/fixtures.ts';
 import { benchRedis, Cleanup, clearRedis } from './support/processes.ts';
 import { fmt, renderTable, type TableRow } from './support/table.ts';
 
-const SCENARIOS = ['ingest', 'pipeline', 'inflight', 'polling'] as const;
+const SCENARIOS = ['ingest', 'mllp', 'pipeline', 'inflight', 'polling'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const USAGE = `usage: node bench/run-bench.ts [options]
@@ -37,6 +38,8 @@ const USAGE = `usage: node bench/run-bench.ts [options]
   --ingest-rate N        open-loop offered load per second (default ${DEFAULT_INGEST.openLoopRate})
   --ingest-seconds S     length of the open and the closed loop (default ${DEFAULT_INGEST.openLoopSeconds})
   --ingest-clients N     closed-loop concurrent clients (default ${DEFAULT_INGEST.closedLoopClients})
+  --mllp-connections N   MLLP connections sending back to back (default ${DEFAULT_MLLP.connections})
+  --mllp-seconds S       length of the MLLP run (default ${DEFAULT_MLLP.seconds})
   --polling N            queries per poll schedule in the polling-cost scenario (default ${DEFAULT_POLLING_COST.queries})
   --quick                small sizes everywhere (a smoke run of about a minute)
   --shared-redis         use REDIS_URL even when redis-server is installed
@@ -73,6 +76,7 @@ function gitCommit(): string | null {
 
 interface Results {
   ingest?: IngestResult;
+  mllp?: MllpResult;
   pipeline?: PipelineResult;
   in_flight?: InflightResult;
   polling_cost?: PollingCostResult;
@@ -109,6 +113,23 @@ function tableRows(results: Results): TableRow[] {
         figure: 'latency p50 / p99 at max',
         value: `${fmt(c.latency_ms.p50, 1)} / ${fmt(c.latency_ms.p99, 1)} ms`,
         setup: `closed loop, ${c.clients} clients`,
+      },
+    );
+  }
+  if (results.mllp) {
+    const m = results.mllp;
+    rows.push(
+      {
+        scenario: 'mllp',
+        figure: 'mllp_messages_per_s',
+        value: fmt(m.mllp_messages_per_s, 0, '/s'),
+        setup: `ADT^A08 with DG1, AA after durable, ${m.settings.connections} connections, ${m.settings.seconds} s`,
+      },
+      {
+        scenario: 'mllp',
+        figure: 'latency p50 / p99',
+        value: `${fmt(m.latency_ms.p50, 1)} / ${fmt(m.latency_ms.p99, 1)} ms`,
+        setup: `${m.settings.connections} connections, message to ACK`,
       },
     );
   }
@@ -220,6 +241,8 @@ async function main(): Promise<void> {
       'ingest-seconds': { type: 'string' },
       'ingest-clients': { type: 'string' },
       polling: { type: 'string' },
+      'mllp-connections': { type: 'string' },
+      'mllp-seconds': { type: 'string' },
       quick: { type: 'boolean', default: false },
       'shared-redis': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'warn' },
@@ -256,6 +279,17 @@ async function main(): Promise<void> {
       'ingest-clients',
     ),
     warmupSeconds: quick ? 1 : DEFAULT_INGEST.warmupSeconds,
+  };
+  const mllp = {
+    ...DEFAULT_MLLP,
+    patients: quick ? 50 : DEFAULT_MLLP.patients,
+    connections: intOption(
+      values['mllp-connections'],
+      DEFAULT_MLLP.connections,
+      'mllp-connections',
+    ),
+    seconds: intOption(values['mllp-seconds'], quick ? 3 : DEFAULT_MLLP.seconds, 'mllp-seconds'),
+    warmupSeconds: quick ? 1 : DEFAULT_MLLP.warmupSeconds,
   };
   const pipeline = {
     queries: intOption(values.pipeline, quick ? 500 : DEFAULT_PIPELINE.queries, 'pipeline'),
@@ -325,6 +359,10 @@ async function main(): Promise<void> {
     if (runs('ingest')) {
       await reset();
       results.ingest = await ingestScenario(ctx, ingest);
+    }
+    if (runs('mllp')) {
+      await reset();
+      results.mllp = await mllpScenario(ctx, mllp);
     }
     if (runs('pipeline')) {
       await reset();

@@ -93,6 +93,12 @@ const Hl7v2Schema = z.strictObject({
   }),
   transient_reply: z.enum(['close', 'AR']),
   ignored_types: z.array(z.string().min(1)),
+  // --- Character sets (issue 9): each listener's default when MSH-18 is empty ---
+  /** HL7 table 0211 names (`8859/1`, `UNICODE UTF-8`…) or `windows-1252` and the like. */
+  charset: z
+    .strictObject({ mllp_default: z.string().min(1), http_default: z.string().min(1) })
+    .default({ mllp_default: 'UNICODE UTF-8', http_default: 'UNICODE UTF-8' }),
+  // --- end of character sets ---
 });
 export type Hl7v2Config = z.infer<typeof Hl7v2Schema>;
 

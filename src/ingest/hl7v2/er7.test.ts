@@ -3,6 +3,7 @@ import { buildAck } from './ack.ts';
 import {
   component,
   Er7ParseError,
+  unescapeValue,
   hl7DateToIso,
   parseEr7,
   rawField,
@@ -88,5 +89,17 @@ describe('buildAck', () => {
     expect(msa).toBe('MSA|AE|CTRL1|PID-3 a\\F\\b');
     expect(err?.split('|')[3]).toBe('101^Required field missing^HL70357');
     expect(ack.endsWith('\r')).toBe(true);
+  });
+});
+
+describe('\\Xhh\\ escapes', () => {
+  const d = { field: '|', component: '^', repetition: '~', escape: '\\', subcomponent: '&' };
+  it('read in the message character set, never as U+FFFD', () => {
+    expect(unescapeValue('M\\XDC\\LLER1', { ...d, hexEncoding: 'iso-8859-1' })).toBe('MÜLLER1');
+    expect(unescapeValue('M\\XDD\\LLER1', { ...d, hexEncoding: 'iso-8859-1' })).toBe('MÝLLER1');
+    expect(unescapeValue('M\\XC39C\\LLER1', d)).toBe('MÜLLER1');
+    // Not UTF-8: kept as written, so that \XDC\ and \XDD\ still differ.
+    expect(unescapeValue('M\\XDC\\LLER1', d)).toBe('M\\XDC\\LLER1');
+    expect(unescapeValue('M\\XDD\\LLER1', d)).toBe('M\\XDD\\LLER1');
   });
 });

@@ -5,12 +5,19 @@
  * component. Errors never quote the message: their text may end up in an ACK or a log.
  */
 
+import { decodeBytes } from './charset.ts';
+
 export interface Delimiters {
   field: string;
   component: string;
   repetition: string;
   escape: string;
   subcomponent: string;
+  /**
+   * The character set `\Xhh\` escapes are read in: the message's own (an iconv-lite encoding).
+   * @defaultValue `'utf-8'`
+   */
+  hexEncoding?: string;
 }
 
 export interface Segment {
@@ -69,11 +76,14 @@ export function segmentLines(text: string): string[] {
     .filter((line) => line !== '');
 }
 
-export function parseEr7(text: string): Er7Message {
+/** `hexEncoding`: the message's character set, for `\Xhh\` escapes (see {@link Delimiters}). */
+export function parseEr7(text: string, hexEncoding?: string): Er7Message {
   const lines = segmentLines(text);
   const first = lines[0];
   if (first === undefined) throw new Er7ParseError('empty message', { mshReadable: false });
-  const delimiters = delimitersOf(first);
+  const found = delimitersOf(first);
+  const delimiters =
+    found === undefined || hexEncoding === undefined ? found : { ...found, hexEncoding };
   if (delimiters === undefined) {
     throw new Er7ParseError('the message does not start with a readable MSH segment', {
       segment: 'MSH',
@@ -133,7 +143,10 @@ export function unescapeValue(raw: string, d: Delimiters): string {
     else if (seq === 'R') out += d.repetition;
     else if (seq === 'E') out += d.escape;
     else if (/^X(?:[0-9A-Fa-f]{2})+$/.test(seq)) {
-      out += Buffer.from(seq.slice(1), 'hex').toString('utf8');
+      // In the message's character set; bytes that do not decode stay as the escape itself, so
+      // that two different escapes never read alike (never U+FFFD).
+      const decoded = decodeBytes(Buffer.from(seq.slice(1), 'hex'), d.hexEncoding ?? 'utf-8');
+      out += decoded ?? `${d.escape}${seq}${d.escape}`;
     } else if (seq === '.br' || /^\.sp/.test(seq)) out += ' ';
     // Highlighting (\H\, \N\), other formatting and unknown sequences are dropped.
   }

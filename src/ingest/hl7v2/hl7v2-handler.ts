@@ -2,6 +2,9 @@ import type { Logger } from 'pino';
 import type { Hl7v2Config } from '../../config/config-schema.ts';
 import type { ClinicalUpdates } from '../clinical-updates.ts';
 import { buildAck, type AckCode } from './ack.ts';
+import { buildBatchAck, isBatch, splitBatch } from './batch.ts';
+import { decodeMessage, isSupportedCharset } from './charset.ts';
+import { UnsupportedCharsetError } from './unsupported-charset-error.ts';
 import { Er7ParseError, parseEr7, type Er7Message } from './er7.ts';
 import { Hl7v2DeadlineError } from './hl7v2-deadline-error.ts';
 import type { Hl7v2Metrics, Hl7v2Outcome } from './hl7v2-metrics.ts';
@@ -28,6 +31,11 @@ export interface Hl7v2HandlerOptions {
    * (the sender resends it) and the late result is ignored. @defaultValue no limit
    */
   deadlineMs?: number;
+  /**
+   * The character set of a message whose MSH-18 is empty (the listener's default, an HL7 table 0211
+   * name such as `8859/1` or an alias such as `windows-1252`). @defaultValue `'UNICODE UTF-8'`
+   */
+  defaultCharset?: string;
 }
 
 /** `work()`, or a rejection with {@link Hl7v2DeadlineError} after `ms` (the work goes on). */
@@ -55,6 +63,18 @@ export interface Hl7v2Result {
    * otherwise the transport closes the connection (MLLP) or answers 503 (HTTP).
    */
   ack: string;
+  /** The iconv-lite encoding the message was read in: MLLP sends the ACK back in it. */
+  encoding: string;
+}
+
+/** The answer to one MLLP frame or HTTP body: a message's ACK, or a batch's batch of ACKs. */
+export interface Hl7v2Answer {
+  /** `unavailable` when any message could not be stored: no ACK at all is sent then. */
+  outcome: Hl7v2Outcome;
+  ack: string;
+  encoding: string;
+  /** How many messages the input held (1 for a message, n for a batch). */
+  messages: number;
 }
 
 /**
@@ -65,8 +85,97 @@ export interface Hl7v2Result {
 export class Hl7v2Handler {
   readonly #o: Hl7v2HandlerOptions;
 
+  readonly #defaultCharset: string;
+
   constructor(options: Hl7v2HandlerOptions) {
     this.#o = options;
+    this.#defaultCharset = options.defaultCharset ?? 'UNICODE UTF-8';
+    if (!isSupportedCharset(this.#defaultCharset)) {
+      throw new UnsupportedCharsetError(this.#defaultCharset);
+    }
+  }
+
+  /**
+   * One MLLP frame or HTTP body: a batch (FHS/BHS) or a single message. A batch's messages are
+   * handled in order; when any of them cannot be stored (transient), the answer is `unavailable`
+   * and no batch ACK is sent (the sender resends the batch; messages already stored commit nothing
+   * new the second time). `transportCharset` (an HTTP `Content-Type` charset) wins over MSH-18.
+   */
+  async handleInput(bytes: Buffer, transportCharset?: string): Promise<Hl7v2Answer> {
+    if (!isBatch(bytes)) {
+      const result = await this.handleBytes(bytes, transportCharset);
+      return { outcome: result.outcome, ack: result.ack, encoding: result.encoding, messages: 1 };
+    }
+    const batch = splitBatch(bytes);
+    const acks: string[][] = [];
+    let encoding: string | undefined;
+    let messages = 0;
+    for (const input of batch.batches) {
+      const answers: string[] = [];
+      for (const message of input.messages) {
+        const result = await this.handleBytes(message, transportCharset);
+        messages += 1;
+        if (result.outcome === 'unavailable') {
+          this.#o.logger.info(
+            { outcome: 'unavailable', transport: this.#o.transport ?? 'mllp', messages },
+            'hl7v2 batch not acknowledged: resend it',
+          );
+          return { outcome: 'unavailable', ack: '', encoding: result.encoding, messages };
+        }
+        encoding ??= result.encoding;
+        answers.push(result.ack);
+      }
+      acks.push(answers);
+    }
+    this.#o.logger.info(
+      { outcome: 'accepted', transport: this.#o.transport ?? 'mllp', messages },
+      'hl7v2 batch acknowledged',
+    );
+    return {
+      outcome: 'accepted',
+      ack: buildBatchAck(batch, acks),
+      encoding: encoding ?? 'utf-8',
+      messages,
+    };
+  }
+
+  /**
+   * One message's raw bytes: decoded by `transportCharset`, else MSH-18, else the listener default.
+   * A message whose bytes are not valid in that character set (or whose MSH-18 names one this
+   * receiver does not support) is answered AE and changes nothing: decoding never replaces bytes
+   * with U+FFFD, so two ids that differ in one letter never read alike.
+   */
+  async handleBytes(bytes: Buffer, transportCharset?: string): Promise<Hl7v2Result> {
+    const decoded = decodeMessage(bytes, this.#defaultCharset, transportCharset);
+    if (decoded.ok) {
+      return { ...(await this.handle(decoded.text, decoded.encoding)), encoding: decoded.encoding };
+    }
+    // The MSH line alone, read as Latin-1 (exact for its ASCII fields), so that the AE echoes MSH-10.
+    const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
+    const firstLine =
+      bytes
+        .subarray(start)
+        .toString('latin1')
+        .split(/\r\n|\r|\n/, 1)[0] ?? '';
+    let header: Er7Message | undefined;
+    try {
+      header = parseEr7(firstLine);
+    } catch {
+      header = undefined;
+    }
+    const text =
+      decoded.reason === 'unsupported'
+        ? 'MSH-18 names a character set this receiver does not support'
+        : 'the message holds bytes that are not valid in its character set (MSH-18 or the listener default)';
+    const result =
+      header === undefined
+        ? this.#finish(undefined, 'rejected', 'AR', {
+            code: '100',
+            text: 'the message does not start with a readable MSH segment',
+            location: 'MSH^1',
+          })
+        : this.#finish(header, 'rejected', 'AE', { code: '102', text, location: 'MSH^1^18' });
+    return { ...result, encoding: 'iso-8859-1' };
   }
 
   #finish(
@@ -98,13 +207,14 @@ export class Hl7v2Handler {
       },
       'hl7v2 message',
     );
-    return { outcome, code, ack: buildAck(message, code, error) };
+    return { outcome, code, ack: buildAck(message, code, error), encoding: 'utf-8' };
   }
 
-  async handle(text: string): Promise<Hl7v2Result> {
+  /** One decoded message; `encoding` is its character set (for `\Xhh\` escapes). */
+  async handle(text: string, encoding?: string): Promise<Hl7v2Result> {
     let message: Er7Message;
     try {
-      message = parseEr7(text);
+      message = parseEr7(text, encoding);
     } catch (err) {
       if (!(err instanceof Er7ParseError)) throw err;
       if (!err.mshReadable) {

@@ -27,9 +27,11 @@ export interface Hl7v2RoutesOptions {
 export const HL7V2_MEDIA_TYPES = ['text/plain', 'application/hl7-v2', 'x-application/hl7-v2+er7'];
 
 /**
- * `POST /v1/hl7v2`: the body is one ER7 message, the answer its ACK (200 for AA, AE and AR); a
- * transient failure is 503 with `Retry-After` (the interface's `{detail}` body), so that the engine
- * keeps the message queued and resends it. Bearer auth applies as on every ingest route.
+ * `POST /v1/hl7v2`: the body is one ER7 message, the answer its ACK (200 for AA, AE and AR), or a
+ * batch (FHS/BHS), the answer one batch of ACKs. The body is read as bytes and decoded by the
+ * `Content-Type` charset, else MSH-18, else `charset.http_default`; the ACK is sent in UTF-8. A
+ * transient failure (of any message of a batch) is 503 with `Retry-After` (the interface's
+ * `{detail}` body), so that the engine keeps the message queued and resends it. Bearer auth applies as on every ingest route.
  */
 export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, options) => {
   const handler = new Hl7v2Handler({
@@ -38,14 +40,17 @@ export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, o
     metrics: new Hl7v2Metrics(options.registry),
     logger: options.logger,
     transport: 'http',
+    defaultCharset: options.config.hl7v2.charset.http_default,
   });
   // Encapsulated: the text parsers exist only inside this plugin.
   app.addContentTypeParser(HL7V2_MEDIA_TYPES, { parseAs: 'buffer' }, (_request, body, done) => {
     done(null, body);
   });
   app.post('/v1/hl7v2', async (request, reply) => {
-    const body = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '';
-    const result = await handler.handle(body);
+    const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    // HTTP names the body's character set in Content-Type; without it, MSH-18 or the default.
+    const charset = /;\s*charset="?([^";]+)"?/i.exec(request.headers['content-type'] ?? '')?.[1];
+    const result = await handler.handleInput(body, charset?.trim());
     if (result.outcome === 'unavailable') throw new RedisUnavailableError();
     const type = (request.headers['content-type'] ?? 'text/plain').split(';')[0]?.trim();
     return reply

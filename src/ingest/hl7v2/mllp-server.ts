@@ -10,6 +10,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Hl7v2Config } from '../../config/config-schema.ts';
 import { buildAck } from './ack.ts';
+import { encodeText } from './charset.ts';
 import { parseEr7 } from './er7.ts';
 import { Hl7v2Handler, type ClinicalUpdatesPort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
@@ -62,7 +63,10 @@ interface Connection {
  * closed; bytes outside a frame are ignored; a connection idle for `idle_timeout_ms` is closed. On a
  * transient failure (`unavailable`, including a message not stored within `handling_timeout_ms`)
  * the connection is closed without an ACK, or answered AR when `transient_reply` is `AR`. At most
- * `max_connections` connections are held; more are closed at once (and counted). TLS when
+ * `max_connections` connections are held; more are closed at once (and counted). Each message is
+ * decoded by its MSH-18 (else `charset.mllp_default`) and its ACK sent back in the same character
+ * set; a batch frame (FHS/BHS) is answered with one batch of ACKs, or, when any of its messages
+ * could not be stored, not at all (the connection is closed). TLS when
  * `mllp.tls.cert_path` and `key_path` are set.
  */
 export async function startMllpServer(options: MllpServerOptions): Promise<MllpServer> {
@@ -75,6 +79,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
     logger,
     transport: 'mllp',
     deadlineMs: config.mllp.handling_timeout_ms,
+    defaultCharset: config.charset.mllp_default,
   });
   const maxBytes = config.mllp.max_message_bytes;
   const connections = new Set<Connection>();
@@ -99,13 +104,18 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
           refuseOversize(c, next.head);
           break;
         }
-        const result = await handler.handle(next.body.toString('utf8'));
+        // Bytes, not text: each message is decoded by its own MSH-18 (or the listener default).
+        const result = await handler.handleInput(next.body);
         if (c.closed) break;
-        if (result.outcome === 'unavailable' && config.transient_reply === 'close') {
+        // A batch with a message that could not be stored gets no batch ACK at all.
+        if (
+          result.outcome === 'unavailable' &&
+          (config.transient_reply === 'close' || result.ack === '')
+        ) {
           closeConnection(c);
           break;
         }
-        c.socket.write(frameOf(result.ack));
+        c.socket.write(frameBytes(encodeText(result.ack, result.encoding)));
       }
     } catch (err) {
       // A bug: no ACK, so the sender resends; the cause is logged without the message.
@@ -306,5 +316,17 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
 
 /** VT message FS CR. */
 export function frameOf(message: string): Buffer {
-  return Buffer.concat([Buffer.of(VT), Buffer.from(message, 'utf8'), Buffer.of(FS, CR)]);
+  return frameBytes(Buffer.from(message, 'utf8'));
+}
+
+/**
+ * VT bytes FS CR (an ACK already encoded in its message's character set). VT and FS bytes in the
+ * ACK (echoed from a malformed message's MSH-10, say) are dropped: an FS before a CR would end
+ * the frame early and the sender would read two answers. No supported character set uses these
+ * bytes inside a multi-byte character.
+ */
+export function frameBytes(bytes: Buffer): Buffer {
+  const body =
+    bytes.includes(VT) || bytes.includes(FS) ? bytes.filter((b) => b !== VT && b !== FS) : bytes;
+  return Buffer.concat([Buffer.of(VT), Buffer.from(body), Buffer.of(FS, CR)]);
 }
