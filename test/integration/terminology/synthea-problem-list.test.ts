@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 import { topUnmappedProblems } from '../../../src/terminology/unmapped-problems.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
@@ -159,5 +163,30 @@ describe('Synthea SNOMED-only problems reach CIR007 and END002 (Done-when 3)', (
     expect(new Set(asked).size).toBe(asked.length);
     const cached = await pipeline.redis.keys(`${pipeline.prefix}:terminology:translate:*`);
     expect(cached.length).toBe(asked.length);
+  });
+
+  it('an ICD-9-CM problem over MLLP (PPR^PC1, PRB-3 ^I9) maps through the hospital CSV: END002 runs', async () => {
+    const csv = join(mkdtempSync(join(tmpdir(), 'cw-terminology-')), 'local-codes.csv');
+    writeFileSync(csv, 'system,code,icd10cm\nI9,250.00,E11.9\n');
+    const pipeline = await start(['sources: [csv_file]', `csv_file: ${JSON.stringify(csv)}`]);
+    const born = `${new Date().getUTCFullYear() - 61}0412`;
+    const message = [
+      'MSH|^~\\&|EHR|HOSP|CW|HOSP|20260101120000||PPR^PC1|CTRL-I9-1|P|2.3.1',
+      `PID|1||TERM9001^^^HOSP^MR||Testperson^Ida||${born}|F`,
+      'PRB|AD|20260101120000|250.00^DIABETES MELLITUS^I9|PRB-I9-1||||||||||ACTIVE',
+    ].join('\r');
+    const ack = await sendOne(pipeline.mllpPort, message);
+    expect(segmentOf(ack ?? '', 'MSA').slice(1, 3)).toEqual(['AA', 'CTRL-I9-1']);
+    const [event] = await eventually(
+      () => pipeline.delivered(),
+      (events) => events.some((e) => e.ccsr_category === 'END002'),
+      { timeoutMs: 45_000 },
+    );
+    expect(event).toMatchObject({ ccsr_category: 'END002', status: 'completed', error: null });
+    const [submission] = (await pipeline.requests()).filter(
+      (r) => r.method === 'POST' && r.path === '/v1/concordance',
+    );
+    expect(JSON.stringify(submission?.body)).toContain('"E11.9"');
+    expect(JSON.stringify(submission?.body)).toContain('"250.00"');
   });
 });
