@@ -125,7 +125,9 @@ export class TerminologyServer {
       throwHttpErrors: false,
       followRedirect: false,
       timeout: { request: this.#o.timeoutMs },
-      retry: { limit: 1, methods: ['GET' as const, 'POST' as const] },
+      // No retry: a failure falls through to the next source and is not cached, so the next
+      // message about the code asks again; retrying here would only hold the feed up.
+      retry: { limit: 0 },
       ...(this.#o.agent === undefined ? {} : { agent: this.#o.agent }),
     };
     let response;
