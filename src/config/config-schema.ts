@@ -7,6 +7,32 @@ export type ServiceEnvironmentName = (typeof SERVICE_ENVIRONMENTS)[number];
 const httpUrl = z.url({ protocol: /^https?$/ });
 const statusList = z.array(z.string().min(1)).min(1);
 
+/** Problem codes (SNOMED CT, ICD-9-CM, local) to ICD-10-CM: see src/terminology/. */
+const TerminologySchema = z.strictObject({
+  /** Sources after a coding already in ICD-10-CM, tried in this order; leave one out to disable it. */
+  sources: z
+    .array(z.enum(['rf2_file', 'csv_file', 'server', 'embedded']))
+    .refine((list) => new Set(list).size === list.length, 'a source is listed twice'),
+  /** The NLM SNOMED CT to ICD-10-CM map, RF2 ExtendedMap file (`der2_iisssccRefset_ExtendedMap…`). */
+  rf2_file: z.string().min(1).nullable(),
+  /** A CSV `system,code,icd10cm` for local codes and ICD-9-CM. */
+  csv_file: z.string().min(1).nullable(),
+  server: z.strictObject({
+    /** FHIR base URL of a terminology server answering `ConceptMap/$translate`; null = none. */
+    base_url: httpUrl.nullable(),
+    method: z.enum(['GET', 'POST']),
+    /** The `url` parameter: one ConceptMap's canonical URL; null = let the server choose. */
+    concept_map_url: z.string().min(1).nullable(),
+    /** `targetsystem` (FHIR R4) or `target` (servers that take the target system there). */
+    target_parameter: z.enum(['targetsystem', 'target']),
+    timeout_ms: z.int().positive(),
+    /** How long an answer (a mapping or "none") is cached in Redis. */
+    cache_ttl_s: z.int().positive(),
+    /** Set only from the environment (`TERMINOLOGY_TOKEN`). */
+    token: z.string().min(1).optional(),
+  }),
+});
+
 const ServiceSchema = z.strictObject({
   env: z.enum(SERVICE_ENVIRONMENTS),
   environments: z.strictObject(
@@ -173,6 +199,7 @@ export const ConfigSchema = z.strictObject({
   }),
   hl7v2: Hl7v2Schema,
   outbound: OutboundSchema,
+  terminology: TerminologySchema,
   presets: z.strictObject({
     rules: z.array(RuleSchema),
     from_problem_list: z.strictObject({

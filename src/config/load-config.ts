@@ -65,6 +65,7 @@ const ENV_PATHS: readonly [
   ['OUTBOUND_KEY', ['delivery', 'outbound_queue', 'key'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
+  ['TERMINOLOGY_TOKEN', ['terminology', 'server', 'token'], 'string'],
   // Secrets and connections: lower-case proxy variables win, as in curl and Node.
   ['REDIS_TLS_CA_FILE', ['redis', 'tls', 'ca_file'], 'string'],
   ['REDIS_TLS_CERT_FILE', ['redis', 'tls', 'cert_file'], 'string'],
@@ -89,6 +90,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
   [['fhir', 'token'], 'FHIR_TOKEN'],
+  [['terminology', 'server', 'token'], 'TERMINOLOGY_TOKEN'],
   // A proxy URL may carry a password.
   [['outbound', 'proxy'], 'HTTP_PROXY / HTTPS_PROXY / NO_PROXY'],
 ];

@@ -57,5 +57,9 @@ export function secretProblems(config: Config): ConfigProblem[] {
   }
   const fhirToken = config.fhir.token;
   if (fhirToken !== undefined) add('fhir.token', checkCredential('FHIR_TOKEN', fhirToken));
+  const terminologyToken = config.terminology.server.token;
+  if (terminologyToken !== undefined) {
+    add('terminology.server.token', checkCredential('TERMINOLOGY_TOKEN', terminologyToken));
+  }
   return problems;
 }

@@ -16,6 +16,7 @@ import type { UpdateCommitter } from './update-committer.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { handleClientError } from './client-error-handler.ts';
 import { ClinicalUpdates } from './clinical-updates.ts';
+import type { ProblemTerminology } from '../terminology/problem-terminology.ts';
 import { createErrorHandler } from './error-handler.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { NotFoundError } from './errors/not-found-error.ts';
@@ -43,6 +44,8 @@ export interface IngestDeps {
   committer: UpdateCommitter;
   /** Request outcomes only: no patient id, record content or token is ever logged. */
   logger: Logger;
+  /** Maps problem codes to ICD-10-CM (`ProblemTerminology.fromConfig`). @defaultValue none */
+  terminology?: ProblemTerminology;
   /**
    * Applies HL7 v2 and FHIR messages to the clinical records.
    * @defaultValue `ClinicalUpdates.fromDeps(deps)`

@@ -5,6 +5,7 @@ import { applyClinicalChanges } from '../records/apply-clinical-changes.ts';
 import type { ClinicalChange } from '../records/clinical-change.ts';
 import type { ClinicalRecord } from '../records/clinical-record.ts';
 import type { RecordStore } from '../records/record-store.ts';
+import type { ProblemTerminology } from '../terminology/problem-terminology.ts';
 import { CommitConflictError } from './errors/commit-conflict-error.ts';
 import type { CommitInput, UpdateCommitter } from './update-committer.ts';
 
@@ -16,6 +17,11 @@ export interface ClinicalUpdatesOptions {
   rules: readonly PresetRule[];
   /** `config.presets.from_problem_list`. */
   problemList: { enabled: boolean; categories: ProblemListMode };
+  /**
+   * Maps non-ICD-10-CM problem codes to ICD-10-CM before the commit (stored in the items).
+   * @defaultValue none: problems keep the codings the feed gave
+   */
+  terminology?: ProblemTerminology | undefined;
   /** @defaultValue `() => new Date()` */
   now?: () => Date;
 }
@@ -55,11 +61,13 @@ export class ClinicalUpdates {
     crosswalk: Crosswalk;
     records: RecordStore;
     committer: UpdateCommitter;
+    terminology?: ProblemTerminology | undefined;
   }): ClinicalUpdates {
     return new ClinicalUpdates({
       crosswalk: deps.crosswalk,
       records: deps.records,
       committer: deps.committer,
+      terminology: deps.terminology,
       rules: deps.config.presets.rules,
       problemList: deps.config.presets.from_problem_list,
     });
@@ -142,7 +150,12 @@ export class ClinicalUpdates {
     return this.#commitWithRetry(async () => {
       const { patientServiceId, newPatient } = await this.#patient(update.localId);
       const { version, clinical } = await this.#o.records.readClinical(patientServiceId);
-      const next = applyClinicalChanges(clinical, update.changes, version + 1);
+      // Terminology (src/terminology/): mapped ICD-10-CM codings are stored in the items.
+      const changes =
+        this.#o.terminology === undefined
+          ? update.changes
+          : await this.#o.terminology.annotate(update.changes, clinical);
+      const next = applyClinicalChanges(clinical, changes, version + 1);
       if (!next.changed && newPatient !== undefined) {
         // Nothing to store for a patient never seen: only its crosswalk entry.
         const resolved = await this.#o.crosswalk.resolve(update.localId);

@@ -6,6 +6,7 @@ import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
 import { QUEUE_JOB_STATES } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
+import { topUnmappedProblems, type UnmappedCode } from '../terminology/unmapped-problems.ts';
 
 export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
 
@@ -28,6 +29,8 @@ export interface PipelineStatus {
   queues: QueueStatus[];
   /** Deliveries given up on and kept for `replay`. */
   dead_letters: { count: number };
+  /** Problem codes no terminology source mapped, most reported first (codes only, no patient). */
+  unmapped_problems: UnmappedCode[];
 }
 
 export interface ReadStatusOptions {
@@ -87,6 +90,9 @@ async function queueStatus(
   };
 }
 
+/** How many unmapped problem codes `status` lists. */
+const UNMAPPED_LISTED = 20;
+
 /** What `concordance-worker status` shows: every queue's state, and the dead letters. */
 export async function readPipelineStatus({
   config,
@@ -114,6 +120,7 @@ export async function readPipelineStatus({
           now,
         }).count(),
       },
+      unmapped_problems: await topUnmappedProblems(redis, prefix, UNMAPPED_LISTED),
     };
   } finally {
     await Promise.all(queues.map((q) => q.close()));

@@ -12,6 +12,7 @@ import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { settlesWithin } from './close-worker.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
+import { ProblemTerminology } from '../terminology/problem-terminology.ts';
 
 /**
  * `concordance-worker ingest`: the HTTP API that accepts record updates and presets, and the MLLP
@@ -51,6 +52,7 @@ export async function runIngest(
     }),
     logger,
     metrics: { registry: context.metrics },
+    terminology: ProblemTerminology.fromConfig({ config, redis, registry: context.metrics }),
   };
   const updates = ClinicalUpdates.fromDeps(deps);
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.

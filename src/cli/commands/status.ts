@@ -47,10 +47,21 @@ export function statusTable(status: PipelineStatus): string {
       q.oldest_waiting_age_ms === null ? '-' : formatDuration(q.oldest_waiting_age_ms),
     ]),
   );
+  const unmapped =
+    status.unmapped_problems.length === 0
+      ? ['unmapped problem codes: none']
+      : [
+          'unmapped problem codes (most reported first; see terminology.* in the README):',
+          formatTable(
+            ['system', 'code', 'reports'],
+            status.unmapped_problems.map((u) => [u.system, u.code, String(u.count)]),
+          ),
+        ];
   return [
     table,
     '',
     `dead letters: ${status.dead_letters.count}`,
+    ...unmapped,
     `(Redis prefix ${status.prefix}, ${status.generated_at})`,
   ].join('\n');
 }

@@ -11,6 +11,7 @@ import { AuthPause } from '../../../src/queues/auth-pause.ts';
 import type { PipelineStatus } from '../../../src/runtime/pipeline-status.ts';
 import { freePort } from '../../../tools/local-redis.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
+import { UnmappedProblems } from '../../../src/terminology/unmapped-problems.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
 
 const HOUR_MS = 3_600_000;
@@ -88,6 +89,11 @@ describe('concordance-worker status', () => {
     });
     await letters.add(letter('END002'));
     await letters.add(letter('CIR007'));
+
+    // Unmapped problem codes, as the terminology step records them (src/terminology/).
+    const unmapped = new UnmappedProblems({ redis: redis.redis, prefix: redis.prefix });
+    for (let n = 0; n < 3; n++) await unmapped.record([{ system: 'SCT', code: '195662009' }]);
+    await unmapped.record([{ system: 'I9', code: '596.5' }]);
   });
 
   afterAll(async () => {
@@ -101,6 +107,10 @@ describe('concordance-worker status', () => {
     const status = JSON.parse(stdout) as PipelineStatus;
     expect(status.prefix).toBe(redis.prefix);
     expect(status.dead_letters).toEqual({ count: 2 });
+    expect(status.unmapped_problems).toEqual([
+      { system: 'http://snomed.info/sct', code: '195662009', count: 3 },
+      { system: 'http://hl7.org/fhir/sid/icd-9-cm', code: '596.5', count: 1 },
+    ]);
     const byName = Object.fromEntries(status.queues.map((q) => [q.name, q]));
     expect(Object.keys(byName)).toEqual([
       'concordance-queries',
@@ -187,6 +197,15 @@ describe('concordance-worker status', () => {
       '-',
     ]);
     expect(lines).toContain('dead letters: 2');
+    const unmappedAt = lines.findIndex((l) => l.startsWith('unmapped problem codes'));
+    expect(unmappedAt).toBeGreaterThan(0);
+    expect(lines[unmappedAt + 1]?.split(/\s{2,}/)).toEqual(['system', 'code', 'reports']);
+    expect(lines.slice(unmappedAt + 2).map((l) => l.split(/\s{2,}/))).toEqual(
+      expect.arrayContaining([
+        ['http://snomed.info/sct', '195662009', '3'],
+        ['http://hl7.org/fhir/sid/icd-9-cm', '596.5', '1'],
+      ]),
+    );
   });
 
   it('ends with one line naming Redis (without its password) when Redis is unreachable', async () => {
