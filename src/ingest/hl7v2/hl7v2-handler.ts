@@ -10,9 +10,23 @@ import { headerOf, Hl7v2RejectError, mapMessage } from './map-message.ts';
 /** What the HL7 v2 handler needs of the clinical updates (the lead's `ClinicalUpdates`). */
 export type ClinicalUpdatesPort = Pick<ClinicalUpdates, 'apply' | 'merge'>;
 
+/**
+ * What an A23/A29 needs: the admin purge (`PatientAdmin.purge`), which removes the patient's record,
+ * presets and queries and writes an audit entry naming the sender as actor. An unknown patient
+ * rejects with `code: 'ERR_UNKNOWN_PATIENT'` (nothing to delete: AA).
+ */
+export interface PatientDeletePort {
+  purge(localId: string, request: { actor: string }): Promise<unknown>;
+}
+
 export interface Hl7v2HandlerOptions {
   config: Hl7v2Config;
   updates: ClinicalUpdatesPort;
+  /**
+   * Deletes for A23/A29. Without it those messages are answered AE (nothing changed), so that a
+   * delete is never acknowledged and lost. @defaultValue none
+   */
+  patients?: PatientDeletePort;
   metrics: Hl7v2Metrics;
   /** Only `{message_type, control_id, outcome, ack}` is ever logged: never the message or PID. */
   logger: Logger;
@@ -55,6 +69,8 @@ export interface Hl7v2Result {
    * otherwise the transport closes the connection (MLLP) or answers 503 (HTTP).
    */
   ack: string;
+  /** False for an inbound ACK: nothing is sent back (answering it would start an ACK loop). */
+  reply: boolean;
 }
 
 /**
@@ -74,13 +90,15 @@ export class Hl7v2Handler {
     outcome: Hl7v2Outcome,
     code: AckCode,
     error?: { code: string; text: string; location?: string },
+    reply = true,
   ): Hl7v2Result {
     const header = message === undefined ? undefined : headerOf(message);
     const type = header === undefined ? undefined : `${header.type}^${header.trigger}`;
     this.#o.metrics.count(type, outcome);
     const transport = this.#o.transport ?? 'mllp';
-    const sent =
-      outcome !== 'unavailable'
+    const sent = !reply
+      ? null
+      : outcome !== 'unavailable'
         ? code
         : transport === 'mllp' && this.#o.config.transient_reply === 'AR'
           ? code
@@ -98,7 +116,7 @@ export class Hl7v2Handler {
       },
       'hl7v2 message',
     );
-    return { outcome, code, ack: buildAck(message, code, error) };
+    return { outcome, code, ack: buildAck(message, code, error), reply };
   }
 
   async handle(text: string): Promise<Hl7v2Result> {
@@ -151,12 +169,32 @@ export class Hl7v2Handler {
       });
     }
     if (mapped.action === 'ignore') return this.#finish(message, 'ignored', 'AA');
+    if (mapped.action === 'no_reply') {
+      return this.#finish(message, 'ignored', 'AA', undefined, false);
+    }
+    const patients = this.#o.patients;
+    if (mapped.action === 'delete' && patients === undefined) {
+      return this.#finish(message, 'rejected', 'AE', {
+        code: '200',
+        text: 'patient delete (A23/A29) is not enabled on this listener',
+        location: 'MSH^1^9',
+      });
+    }
 
     const eventId = `hl7v2:${header.sendingApplication}:${header.controlId}`;
     const store = async () => {
       if (mapped.action === 'merge') {
         for (const merge of mapped.merges) {
           await this.#o.updates.merge({ ...merge, eventId });
+        }
+      } else if (mapped.action === 'delete') {
+        try {
+          await patients?.purge(mapped.localId, {
+            actor: `hl7v2:${header.sendingApplication.slice(0, 64)}`,
+          });
+        } catch (err) {
+          // A patient never seen (or deleted before: a resend) has nothing left to delete.
+          if ((err as { code?: unknown }).code !== 'ERR_UNKNOWN_PATIENT') throw err;
         }
       } else {
         await this.#o.updates.apply({

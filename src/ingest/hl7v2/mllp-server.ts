@@ -11,7 +11,7 @@ import type { Registry } from 'prom-client';
 import type { Hl7v2Config } from '../../config/config-schema.ts';
 import { buildAck } from './ack.ts';
 import { parseEr7 } from './er7.ts';
-import { Hl7v2Handler, type ClinicalUpdatesPort } from './hl7v2-handler.ts';
+import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
 
 const VT = 0x0b;
@@ -23,6 +23,8 @@ export interface MllpServerOptions {
   config: Hl7v2Config;
   /** The lead's `ClinicalUpdates` (or anything with its `apply` and `merge`). */
   updates: ClinicalUpdatesPort;
+  /** A23/A29 deletes (`PatientAdmin`); without it they are answered AE. @defaultValue none */
+  patients?: PatientDeletePort;
   /** The ingest app's registry: `cw_hl7v2_messages_total` lives there. */
   registry: Registry;
   logger: Logger;
@@ -71,6 +73,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
   const handler = new Hl7v2Handler({
     config,
     updates: options.updates,
+    ...(options.patients === undefined ? {} : { patients: options.patients }),
     metrics,
     logger,
     transport: 'mllp',
@@ -105,7 +108,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
           closeConnection(c);
           break;
         }
-        c.socket.write(frameOf(result.ack));
+        if (result.reply) c.socket.write(frameOf(result.ack));
       }
     } catch (err) {
       // A bug: no ACK, so the sender resends; the cause is logged without the message.
