@@ -117,6 +117,8 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
   const logs = captureLogs('trace');
   const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
   queue.on('error', ignore);
+  // Opening the queue writes its meta key: done before the test takes its first look at Redis.
+  if (options.redisDown !== true) await queue.waitUntilReady();
   const admin = new PatientAdmin({ redis, prefix, keys, queue, logger: logs.logger });
   const mllp = await startMllpServer({
     config: config.hl7v2,
