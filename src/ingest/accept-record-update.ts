@@ -76,6 +76,7 @@ export async function acceptRecordUpdate(
           : {
               kind: 'put',
               sealed: deps.records.sealRecord(patientServiceId, body.assembled_patient),
+              contentHmac: deps.records.contentHmac(patientServiceId, body.assembled_patient),
             },
       eventId,
       now,
@@ -84,6 +85,12 @@ export async function acceptRecordUpdate(
       remember: body.event_id !== undefined,
     });
     switch (result.status) {
+      case 'unchanged':
+        // The same record again, its queries already opened: accepted, nothing to run.
+        return {
+          outcome: 'accepted',
+          answer: { event_id: eventId, patient_service_id: patientServiceId, queries: [] },
+        };
       case 'ok':
         return {
           outcome: 'accepted',

@@ -90,8 +90,12 @@ export class ClinicalUpdates {
       const input = await attempt();
       if ('unchanged' in input) return { ...input.unchanged, changed: false };
       const result = await this.#o.committer.commit(input);
-      if (result.status === 'ok') {
-        return { patientServiceId: input.patientServiceId, version: result.version, changed: true };
+      if (result.status === 'ok' || result.status === 'unchanged') {
+        return {
+          patientServiceId: input.patientServiceId,
+          version: result.version,
+          changed: result.status === 'ok' && input.record.kind !== 'keep',
+        };
       }
       if (result.status !== 'conflict') {
         throw new Error(`unexpected commit answer for a clinical update: ${result.status}`);
@@ -130,9 +134,8 @@ export class ClinicalUpdates {
   /**
    * Applies a message's changes to the patient's record and, in the same Redis script, brings the
    * problem-list presets in line with the new record and opens the patient's queries (see
-   * UpdateCommitter). A message that changes nothing writes and schedules nothing: a resend is
-   * harmless, and since record and queries are written together, an unchanged record never hides a
-   * query that was not scheduled.
+   * UpdateCommitter). A message that changes nothing writes nothing and opens queries only where
+   * they are stale (presets added since, or never opened for this version): a resend is harmless.
    */
   async apply(
     update: ClinicalUpdate,
@@ -141,7 +144,23 @@ export class ClinicalUpdates {
       const { patientServiceId, newPatient } = await this.#patient(update.localId);
       const { version, clinical } = await this.#o.records.readClinical(patientServiceId);
       const next = applyClinicalChanges(clinical, update.changes, version + 1);
-      if (!next.changed) return { unchanged: { patientServiceId, version } };
+      if (!next.changed && newPatient !== undefined) {
+        // Nothing to store for a patient never seen: only its crosswalk entry.
+        const resolved = await this.#o.crosswalk.resolve(update.localId);
+        return { unchanged: { patientServiceId: resolved.patientServiceId, version: 0 } };
+      }
+      if (!next.changed) {
+        // The record is as it was: its queries open again only if they are stale (new presets,
+        // or never opened for this version). No work for nothing.
+        return {
+          patientServiceId,
+          record: { kind: 'keep' },
+          onlyIfStale: true,
+          eventId: update.eventId,
+          now: this.#now(),
+          extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
+        };
+      }
       return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, version, {
         eventId: update.eventId,
         extraCategories: categoriesFromRules(this.#o.rules, update.kinds),

@@ -28,6 +28,7 @@ function counter<L extends string>(
 export class IngestMetrics {
   readonly #events: Counter<'source' | 'outcome'>;
   readonly #queries: Counter<'kind'>;
+  readonly #unchanged: Counter;
   readonly #sources = new Set<string>();
 
   constructor(registry: Registry) {
@@ -43,6 +44,12 @@ export class IngestMetrics {
       'Concordance queries scheduled by record updates: new queries, or updates coalesced into an open one.',
       ['kind'],
     );
+    this.#unchanged = counter(
+      registry,
+      'cw_updates_unchanged_total',
+      'Record updates that left the record as it was and opened no query (its queries already ran).',
+      [],
+    );
   }
 
   #sourceLabel(source: unknown): string {
@@ -56,6 +63,10 @@ export class IngestMetrics {
 
   countEvent(source: unknown, outcome: IngestOutcome): void {
     this.#events.inc({ source: this.#sourceLabel(source), outcome });
+  }
+
+  countUnchanged(): void {
+    this.#unchanged.inc();
   }
 
   countQuery(coalesced: boolean): void {

@@ -26,9 +26,10 @@ describe('UpdateCommitter (real Redis): one script per message', () => {
   });
   afterEach(() => env.cleanup());
 
-  const put = (psid: string) => ({
+  const put = (psid: string, record = samplePatient) => ({
     kind: 'put' as const,
-    sealed: stack.records.sealRecord(psid, samplePatient),
+    sealed: stack.records.sealRecord(psid, record),
+    contentHmac: stack.records.contentHmac(psid, record),
   });
 
   it('creates a new patient, its record, its queries and the event id together', async () => {
@@ -224,5 +225,54 @@ describe('UpdateCommitter (real Redis): one script per message', () => {
     });
     expect(await stack.presets.list(prior.patientServiceId)).toEqual([]);
     expect((await stack.records.get(prior.patientServiceId))?.clinical).toBeUndefined();
+  });
+
+  it('opens no query for the same record again, unless presets changed or its queries never opened', async () => {
+    const plan = stack.crosswalk.plan('MRN-SAME');
+    const psid = plan.patientServiceId;
+    const commit = (
+      eventId: string,
+      extra: Partial<Parameters<typeof stack.committer.commit>[0]> = {},
+    ) =>
+      stack.committer.commit({
+        patientServiceId: psid,
+        record: put(psid),
+        eventId,
+        now: NOW,
+        extraCategories: [],
+        remember: true,
+        ...extra,
+      });
+    // Opted out at first: the record is stored, its queries never open.
+    await env.redis.set(optOutKey(env.prefix, psid), NOW.toISOString());
+    await stack.presets.put(psid, 'END002', 'registered', NOW);
+    expect(await commit('e1', { newPatient: plan })).toMatchObject({ status: 'ok', queries: [] });
+    await env.redis.del(optOutKey(env.prefix, psid));
+    // The same record: its queries never opened for this version, so they open now.
+    expect(await commit('e2')).toMatchObject({
+      status: 'ok',
+      version: 1,
+      queries: [{ ccsr_category: 'END002', coalesced: false }],
+    });
+    // The same record again: nothing to do, and the event id is remembered as accepted.
+    expect(await commit('e3')).toEqual({ status: 'unchanged', version: 1 });
+    expect(await commit('e3')).toMatchObject({ status: 'duplicate', answer: { queries: [] } });
+    expect(await registry.getSingleMetricAsString('cw_updates_unchanged_total')).toContain(
+      'cw_updates_unchanged_total 1',
+    );
+    // A preset added since: the same record opens queries again.
+    await stack.presets.put(psid, 'CIR007', 'registered', NOW);
+    expect(await commit('e4')).toMatchObject({
+      status: 'ok',
+      queries: [
+        { ccsr_category: 'CIR007', coalesced: false },
+        { ccsr_category: 'END002', coalesced: true },
+      ],
+    });
+    // A different record always counts.
+    expect(
+      await commit('e5', { record: put(psid, { ...samplePatient, demographics: { age: 58 } }) }),
+    ).toMatchObject({ status: 'ok', version: 2 });
+    expect(await stack.records.version(psid)).toBe(2);
   });
 });

@@ -20,10 +20,18 @@ import { IngestMetrics } from './ingest-metrics.ts';
  * sender's event id. An acknowledged update therefore always has its queries written down.
  *
  * Answers: `{'duplicate', answer}`, `{'conflict'}` (the caller re-reads and retries),
- * `{'missing'}` (no record to run on), or `{'ok', version, opted_out, {category, seq, coalesced…}}`.
+ * `{'missing'}` (no record to run on), `{'unchanged', version}` (the same record, its queries
+ * already opened), or `{'ok', version, opted_out, {category, seq, coalesced…}}`.
  */
 const COMMIT = `${SCHEDULE_QUERY_LUA}
 local mode = ARGV[1]
+-- A record identical to the stored one (same content HMAC) changes nothing: it is a 'keep' that
+-- opens queries only if they are stale (see below).
+local only_if_stale = ARGV[21] == '1'
+if mode == 'put' and ARGV[20] ~= '' and redis.call('HGET', KEYS[1], 'content') == ARGV[20] then
+  mode = 'keep'
+  only_if_stale = true
+end
 local idem_ttl = tonumber(ARGV[14])
 if idem_ttl > 0 then
   local stored = redis.call('GET', KEYS[3])
@@ -53,9 +61,11 @@ if mode == 'keep' then
   version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
 else
   version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-  local field = 'clinical'
-  if mode == 'put' then field = 'record' end
-  redis.call('HSET', KEYS[1], field, ARGV[3], 'updated_at', ARGV[4])
+  if mode == 'put' then
+    redis.call('HSET', KEYS[1], 'record', ARGV[3], 'updated_at', ARGV[4], 'content', ARGV[20])
+  else
+    redis.call('HSET', KEYS[1], 'clinical', ARGV[3], 'updated_at', ARGV[4])
+  end
 end
 local retention = tonumber(ARGV[13])
 if retention > 0 then redis.call('EXPIRE', KEYS[1], retention) end
@@ -65,7 +75,7 @@ if ARGV[17] == '1' then
   redis.call('DEL', KEYS[8])
   redis.call('HDEL', KEYS[9], 'record', 'clinical')
   -- Retired: its local id now leads to the survivor, and a writer that read it before fails.
-  if ARGV[20] == '1' then
+  if ARGV[22] == '1' then
     redis.call('SET', KEYS[10], ARGV[7])
     redis.call('HINCRBY', KEYS[9], 'version', 1)
   end
@@ -101,6 +111,21 @@ for _, category in ipairs(cjson.decode(ARGV[12])) do
   end
 end
 local opted_out = redis.call('EXISTS', KEYS[5])
+-- The categories the stored version's queries were opened for: the same record and the same
+-- categories again open nothing (no work for nothing); new presets, or a version whose queries
+-- never opened (the patient was opted out), still do.
+local fingerprint = table.concat(categories, ',')
+if only_if_stale and opted_out == 0
+  and tonumber(redis.call('HGET', KEYS[1], 'q_version') or '-1') == version
+  and redis.call('HGET', KEYS[1], 'q_categories') == fingerprint then
+  if idem_ttl > 0 then
+    local answer = '{"event_id":' .. cjson.encode(ARGV[6]) .. ',"patient_service_id":' ..
+      cjson.encode(ARGV[7]) .. ',"queries":[]}'
+    redis.call('SET', KEYS[3], answer, 'EX', idem_ttl)
+  end
+  return {'unchanged', version}
+end
+if opted_out == 0 then redis.call('HSET', KEYS[1], 'q_version', version, 'q_categories', fingerprint) end
 local scheduled = {}
 local answers = {}
 if opted_out == 0 then
@@ -127,8 +152,11 @@ return {'ok', version, opted_out, scheduled}
 
 /** How the message changes the record. */
 export type RecordWrite =
-  /** A JSON AssembledPatient replaces the record. */
-  | { kind: 'put'; sealed: string }
+  /**
+   * A JSON AssembledPatient replaces the record, unless `contentHmac` (a keyed hash of its
+   * normalized content) equals the stored one's: then nothing is written.
+   */
+  | { kind: 'put'; sealed: string; contentHmac: string }
   /** The clinical record computed from version `expectedVersion`; refused if it moved since. */
   | { kind: 'clinical'; sealed: string; expectedVersion: number }
   /** No record in the message: the stored one must exist, and is what the queries run on. */
@@ -149,6 +177,11 @@ export interface CommitInput {
   /** Remember the sender's event id with the answer (JSON record updates). */
   remember?: boolean;
   /**
+   * Open queries only if the stored version's queries are stale (never opened, or opened for other
+   * categories): for a message that left the record as it was.
+   */
+  onlyIfStale?: boolean;
+  /**
    * An HL7 merge: the prior patient's presets move here and its record goes. With `retiredKey`
    * (`Crosswalk.retiredKeyOf(prior)`), the prior service id is retired in the same script: the key
    * names the survivor, so that later updates of the prior local id reach the survivor (see
@@ -159,6 +192,8 @@ export interface CommitInput {
 }
 
 export type CommitResult =
+  /** The record is as it was and its queries were already opened for it: nothing to do. */
+  | { status: 'unchanged'; version: number }
   | {
       status: 'ok';
       version: number;
@@ -186,6 +221,8 @@ export interface UpdateCommitterOptions {
   retentionSeconds?: number;
   /** Counts each query opened or joined (`cw_queries_enqueued_total`). */
   onQuery?: (coalesced: boolean) => void;
+  /** Counts each update that changed nothing and opened no query (`cw_updates_unchanged_total`). */
+  onUnchanged?: () => void;
 }
 
 /** Applies one message's changes in one Redis script: see {@link COMMIT}. */
@@ -222,6 +259,7 @@ export class UpdateCommitter {
       debounceMs: config.queries.debounce_ms,
       retentionSeconds: config.privacy.record_retention_days * 86_400,
       onQuery: (coalesced) => metrics.countQuery(coalesced),
+      onUnchanged: () => metrics.countUnchanged(),
     });
   }
 
@@ -264,6 +302,8 @@ export class UpdateCommitter {
       input.merge ? '1' : '0',
       input.merge?.priorExpectedVersion ?? 0,
       queryJobIdPrefix(psid),
+      write.kind === 'put' ? write.contentHmac : '',
+      input.onlyIfStale === true ? '1' : '0',
       input.merge?.retiredKey === undefined ? '0' : '1',
     ];
     const reply = (await redis.eval(COMMIT, keys.length, ...keys, ...args)) as unknown[];
@@ -274,6 +314,9 @@ export class UpdateCommitter {
         return { status: 'conflict' };
       case 'missing':
         return { status: 'missing' };
+      case 'unchanged':
+        this.#o.onUnchanged?.();
+        return { status: 'unchanged', version: Number(reply[1]) };
     }
     const flat = reply[3] as (string | number)[];
     const queries: ScheduledQuery[] = [];

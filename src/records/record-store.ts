@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { AssembledPatientSchema, type AssembledPatient } from '../interface/assembled-patient.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { normalizedContent } from '../delivery/normalized-content.ts';
 import { applyClinicalChanges } from './apply-clinical-changes.ts';
 import type { ClinicalChange } from './clinical-change.ts';
 import {
@@ -68,6 +69,15 @@ export class RecordStore {
   /** A JSON record sealed as the `record` field of {@link keyOf} holds it. */
   sealRecord(patientServiceId: string, record: AssembledPatient): string {
     return this.#keys.seal(JSON.stringify(record), `rec:${patientServiceId}`);
+  }
+
+  /**
+   * A keyed hash (HMAC-SHA256 under the crosswalk lookup key) of a JSON record's normalized content
+   * (keys sorted), bound to the patient: equal for the same record sent again, and revealing
+   * nothing of it at rest. Ingest compares it to tell an identical update.
+   */
+  contentHmac(patientServiceId: string, record: AssembledPatient): string {
+    return this.#keys.lookup(`content v1|${patientServiceId}|${normalizedContent(record, [])}`);
   }
 
   /** A clinical record sealed as the `clinical` field of {@link keyOf} holds it. */

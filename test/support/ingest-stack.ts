@@ -76,6 +76,7 @@ export function ingestStack(options: {
       debounceMs: options.debounceMs,
       retentionSeconds: options.retentionSeconds ?? 0,
       onQuery: (coalesced) => metrics.countQuery(coalesced),
+      onUnchanged: () => metrics.countUnchanged(),
     }),
     /** The due set, soonest first. */
     due: () => dueQueries(redis, prefix),

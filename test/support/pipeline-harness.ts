@@ -297,7 +297,11 @@ export class PipelineHarness {
     const { patientServiceId } = await this.crosswalk.resolve(localId);
     const result = await this.committer.commit({
       patientServiceId,
-      record: { kind: 'put', sealed: this.records.sealRecord(patientServiceId, record) },
+      record: {
+        kind: 'put',
+        sealed: this.records.sealRecord(patientServiceId, record),
+        contentHmac: this.records.contentHmac(patientServiceId, record),
+      },
       eventId,
       now: new Date(),
       extraCategories: categories,

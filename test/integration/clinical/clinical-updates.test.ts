@@ -60,6 +60,33 @@ describe('ClinicalUpdates (real Redis)', () => {
     expect(stored?.clinical?.items['hl7:dg1:icd10cm:E11.9']?.version).toBe(1);
   });
 
+  it('opens no query for a message that changes nothing, unless a preset was added since', async () => {
+    const message = {
+      localId: 'MRN-PL-SAME',
+      source: 'hl7v2' as const,
+      eventId: 'e1',
+      changes: [{ type: 'upsert' as const, item: diagnosis('E11.9') }],
+      kinds: ['Condition'],
+    };
+    const first = await updates.apply(message);
+    const due = async () => (await dueQueries(env.redis, env.prefix)).length;
+    expect(await due()).toBe(1);
+    // The same message again (a resend): no write, no query.
+    expect(await updates.apply({ ...message, eventId: 'e2' })).toEqual({
+      patientServiceId: first.patientServiceId,
+      version: first.version,
+      changed: false,
+    });
+    expect(await due()).toBe(1);
+    expect(
+      (await env.redis.hgetall(`${env.prefix}:qs:${first.patientServiceId}:END002`)).p_count,
+    ).toBe('1');
+    // A preset registered since: the same message opens that query (and joins the open one).
+    await presets.put(first.patientServiceId, 'CIR007', 'registered');
+    await updates.apply({ ...message, eventId: 'e3' });
+    expect(await jobCategories()).toEqual(['CIR007', 'END002']);
+  });
+
   it('removes the presets a resolved or deleted problem created, never registered ones', async () => {
     const first = await updates.apply({
       localId: 'MRN-PL-2',

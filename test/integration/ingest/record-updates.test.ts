@@ -31,7 +31,8 @@ async function counterValue(name: string, labels: Record<string, string>): Promi
   const selector = Object.entries(labels)
     .map(([k, v]) => `${k}="${v}"`)
     .join(',');
-  const line = metric.split('\n').find((l) => l.startsWith(`${name}{${selector}}`));
+  const series = selector === '' ? `${name} ` : `${name}{${selector}}`;
+  const line = metric.split('\n').find((l) => l.startsWith(series));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
@@ -90,7 +91,8 @@ describe('POST /v1/record-updates, accepted', () => {
 
   it('joins a second update within the window to the open query (coalesced, same job id)', async () => {
     const first = await post({ patient_id: 'MRN-2', assembled_patient: samplePatient });
-    const second = await post({ patient_id: 'MRN-2', assembled_patient: samplePatient });
+    const changed = { ...samplePatient, demographics: { ...samplePatient.demographics, age: 58 } };
+    const second = await post({ patient_id: 'MRN-2', assembled_patient: changed });
     expect(first.statusCode).toBe(202);
     expect(second.statusCode).toBe(202);
     const [a] = first.json().queries;
@@ -103,6 +105,17 @@ describe('POST /v1/record-updates, accepted', () => {
     const psid = first.json().patient_service_id;
     expect(await h.records.version(psid)).toBe(2);
     expect(await counterValue('cw_queries_enqueued_total', { kind: 'coalesced' })).toBe(1);
+  });
+
+  it('accepts the same record again without opening a query (no work for nothing), and counts it', async () => {
+    const first = await post({ patient_id: 'MRN-SAME', assembled_patient: samplePatient });
+    expect(first.json().queries).toHaveLength(1);
+    const again = await post({ patient_id: 'MRN-SAME', assembled_patient: samplePatient });
+    expect(again.statusCode).toBe(202);
+    expect(again.json()).toMatchObject({ queries: [] });
+    expect(await dueCount()).toBe(1);
+    expect(await h.records.version(first.json().patient_service_id)).toBe(1);
+    expect(await counterValue('cw_updates_unchanged_total', {})).toBe(1);
   });
 
   it('applies rules with when_changes only when the update names those kinds of data', async () => {
