@@ -203,8 +203,12 @@ export function facetsOf(pid: Segment, message: Er7Message): Partial<PatientIden
         .join(' ');
     })
     .filter((v) => v !== '');
+  // PID-2 and PID-4 too: old versions' patient ids (the identity rules' fallbacks), so that the
+  // record always holds the id a message was filed under (and the last check refuses it).
   const identifiers = nonEmpty([
     ...reps(3).map((rep) => component(rep, 1, d)),
+    ...reps(2).map((rep) => component(rep, 1, d)),
+    ...reps(4).map((rep) => component(rep, 1, d)),
     ...reps(18).map((rep) => component(rep, 1, d)),
     ...reps(19).map((rep) => component(rep, 1, d)),
   ]);

@@ -64,6 +64,16 @@ describe('HL7 v2 patient identity and message coverage (MLLP, real Redis)', () =
     expect(await h.crosswalk.find('777')).toBeUndefined();
   });
 
+  it('an old-version id in PID-2 only: AA, and AA again for the same message (nothing changes)', async () => {
+    // Nothing but the id: before PID-2 was kept as an identifier, the second copy found a
+    // patient without a record and could not be stored.
+    const text = msg('ORM^O01', 'PID|1|V22-1|');
+    expect(msa(await sendOne(h.mllp.port, text))[1]).toBe('AA');
+    expect(msa(await sendOne(h.mllp.port, text))[1]).toBe('AA');
+    const clinical = (await h.clinicalOf('V22-1'))?.clinical;
+    expect(clinical?.patient.identifiers).toContain('V22-1');
+  });
+
   it('prefers MR over PI in the same PID-3, and PI alone is accepted', async () => {
     await sendOne(h.mllp.port, msg('ADT^A08', pid('P1^^^HOSP^PI~M1^^^HOSP^MR')));
     expect(await h.crosswalk.find('HOSP|M1')).toBeDefined();
