@@ -71,7 +71,8 @@ export function jsonUpdate(
 
 /** PID with a birth year per patient, so that first messages of two patients differ too. */
 const pid = (patientId: string, patientIndex: number) =>
-  `PID|1||${patientId}^^^CHAOS^MR||Chaos^Patient||${1930 + (patientIndex % 60)}0101|F`;
+  // No assigning authority: the patient's key is the id alone (with one it would be `CHAOS|<id>`).
+  `PID|1||${patientId}^^^^MR||Chaos^Patient||${1930 + (patientIndex % 60)}0101|F`;
 
 /** The first message of a patient adds E11.9 to the problem list; later ones carry lab results. */
 export function hl7Update(

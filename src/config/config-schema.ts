@@ -98,6 +98,69 @@ const QueriesSchema = z.strictObject({
   }),
 });
 
+// --- HL7 v2 patient identity (issue 9): ordered identifier rules ---
+const idText = z
+  .string()
+  .min(1)
+  .regex(/^[^|]+$/, 'no "|"');
+/**
+ * One identifier rule, tried on each repetition of the field in order: `type_codes` (PID-3.5) and
+ * `authorities` (PID-3.4, namespace id or universal id) must both match when given; `any: true`
+ * takes the first non-empty repetition.
+ */
+const PatientIdRuleSchema = z
+  .strictObject({
+    type_codes: z.array(idText).min(1).optional(),
+    authorities: z.array(idText).min(1).optional(),
+    any: z.literal(true).optional(),
+  })
+  .refine((r) => (r.any === true) !== (r.type_codes !== undefined || r.authorities !== undefined), {
+    message: 'a rule has `type_codes` and/or `authorities`, or is `any: true` alone',
+  });
+export type PatientIdRule = z.infer<typeof PatientIdRuleSchema>;
+
+const PatientIdRulesSchema = z.strictObject({
+  /** Tried in order on PID-3, then on each `fallback_fields` field; the first match wins. */
+  rules: z.array(PatientIdRuleSchema).min(1),
+  /** Old versions' fields: PID-2 (patient id, external) and PID-4 (alternate patient id). */
+  fallback_fields: z.array(z.enum(['PID-2', 'PID-4'])),
+  /**
+   * Authorities whose ids are keyed by the id alone; any other authority makes the key
+   * `<authority>|<id>`. `['*']`: every id is keyed alone (the form before issue 9).
+   */
+  unqualified_authorities: z.array(idText),
+});
+/** The form before issue 9 (`type_code`, `assigning_authority`): still read, keyed as before. */
+const LegacyPatientIdSchema = z
+  .strictObject({
+    type_code: idText,
+    assigning_authority: idText.nullable(),
+  })
+  .transform(({ type_code, assigning_authority }): z.infer<typeof PatientIdRulesSchema> => ({
+    rules: [
+      {
+        type_codes: [type_code],
+        ...(assigning_authority === null ? {} : { authorities: [assigning_authority] }),
+      },
+    ],
+    fallback_fields: [],
+    unqualified_authorities: ['*'],
+  }));
+const MIXED_FORMS =
+  'hl7v2.patient_id: give either `rules` (with `fallback_fields` and `unqualified_authorities`, see ' +
+  'config/default.yaml) or the old `type_code` and `assigning_authority`, not a mix of the two';
+const PatientIdSchema = z.preprocess(
+  (value, ctx) => {
+    if (typeof value === 'object' && value !== null && 'rules' in value && 'type_code' in value) {
+      ctx.addIssue({ code: 'custom', message: MIXED_FORMS, input: value });
+    }
+    return value;
+  },
+  z.union([PatientIdRulesSchema, LegacyPatientIdSchema]),
+);
+export type PatientIdConfig = z.infer<typeof PatientIdRulesSchema>;
+// --- end of HL7 v2 patient identity ---
+
 const Hl7v2Schema = z.strictObject({
   mllp: z.strictObject({
     enabled: z.boolean(),
@@ -113,10 +176,7 @@ const Hl7v2Schema = z.strictObject({
       key_path: z.string().min(1).nullable(),
     }),
   }),
-  patient_id: z.strictObject({
-    type_code: z.string().min(1),
-    assigning_authority: z.string().min(1).nullable(),
-  }),
+  patient_id: PatientIdSchema,
   transient_reply: z.enum(['close', 'AR']),
   ignored_types: z.array(z.string().min(1)),
   // --- Character sets (issue 9): each listener's default when MSH-18 is empty ---

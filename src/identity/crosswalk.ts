@@ -11,6 +11,9 @@ redis.call('SET', KEYS[2], ARGV[2])
 return {ARGV[1], 1}
 `;
 
+/** Successive merges followed by {@link Crosswalk.findCurrent} (a loop ends there). */
+const MAX_MERGE_HOPS = 16;
+
 /** A crosswalk entry to be created by a script: see {@link Crosswalk.plan}. */
 export interface CrosswalkPlan {
   patientServiceId: string;
@@ -91,6 +94,28 @@ export class Crosswalk {
   /** The service id of a local id already seen, without creating one. */
   async find(localId: string): Promise<string | undefined> {
     return (await this.#redis.hget(this.#forward(localId), 'psid')) ?? undefined;
+  }
+
+  /**
+   * The key that names the service id a retired (merged) service id was merged into; written by the
+   * merge's commit (see `UpdateCommitter`), never expires, holds no patient data (two random ids).
+   */
+  retiredKeyOf(patientServiceId: string): string {
+    return `${this.#prefix}:xwm:${patientServiceId}`;
+  }
+
+  /**
+   * The service id updates of a local id go to: its own, or, once it was merged into another (HL7
+   * A18/A34/A40/A47), the survivor's (followed through successive merges). Undefined when unseen.
+   */
+  async findCurrent(localId: string): Promise<string | undefined> {
+    let patientServiceId = await this.find(localId);
+    for (let hop = 0; patientServiceId !== undefined && hop < MAX_MERGE_HOPS; hop++) {
+      const survivor = await this.#redis.get(this.retiredKeyOf(patientServiceId));
+      if (survivor === null) return patientServiceId;
+      patientServiceId = survivor;
+    }
+    return patientServiceId;
   }
 
   /**

@@ -81,7 +81,8 @@ export class ClinicalUpdates {
   async #patient(
     localId: string,
   ): Promise<{ patientServiceId: string; newPatient?: CrosswalkPlan }> {
-    const existing = await this.#o.crosswalk.find(localId);
+    // A retired (merged) local id leads to its survivor: it gets no record or query of its own.
+    const existing = await this.#o.crosswalk.findCurrent(localId);
     if (existing !== undefined) return { patientServiceId: existing };
     const newPatient = this.#o.crosswalk.plan(localId);
     return { patientServiceId: newPatient.patientServiceId, newPatient };
@@ -183,14 +184,16 @@ export class ClinicalUpdates {
   /**
    * An HL7 merge (A40 and the like): the surviving patient takes over the prior one's record and
    * presets, in one script; the prior id keeps its crosswalk entry (for audit) but no longer has a
-   * record or presets.
+   * record or presets, and is retired in the same script: later updates of the prior local id go
+   * to the survivor (a late message from a system that still knows the old id), never to a record
+   * of its own, so the retired id gets no further queries.
    */
   async merge(input: {
     survivingLocalId: string;
     priorLocalId: string;
     eventId: string;
   }): Promise<{ patientServiceId: string }> {
-    const prior = await this.#o.crosswalk.find(input.priorLocalId);
+    const prior = await this.#o.crosswalk.findCurrent(input.priorLocalId);
     if (prior === undefined) {
       return {
         patientServiceId: (await this.#o.crosswalk.resolve(input.survivingLocalId))
@@ -213,7 +216,11 @@ export class ClinicalUpdates {
       return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, survivor.version, {
         eventId: input.eventId,
         extraCategories: [],
-        merge: { priorPatientServiceId: prior, priorExpectedVersion: old.version },
+        merge: {
+          priorPatientServiceId: prior,
+          priorExpectedVersion: old.version,
+          retiredKey: this.#o.crosswalk.retiredKeyOf(prior),
+        },
       });
     });
     return { patientServiceId: result.patientServiceId };

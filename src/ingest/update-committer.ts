@@ -74,6 +74,11 @@ if ARGV[17] == '1' then
   for i = 1, #prior, 2 do redis.call('HSETNX', KEYS[2], prior[i], prior[i + 1]) end
   redis.call('DEL', KEYS[8])
   redis.call('HDEL', KEYS[9], 'record', 'clinical')
+  -- Retired: its local id now leads to the survivor, and a writer that read it before fails.
+  if ARGV[22] == '1' then
+    redis.call('SET', KEYS[10], ARGV[7])
+    redis.call('HINCRBY', KEYS[9], 'version', 1)
+  end
 end
 if ARGV[10] == '1' then
   local wanted = {}
@@ -176,8 +181,14 @@ export interface CommitInput {
    * categories): for a message that left the record as it was.
    */
   onlyIfStale?: boolean;
-  /** An HL7 merge: the prior patient's presets move here and its record goes. */
-  merge?: { priorPatientServiceId: string; priorExpectedVersion: number };
+  /**
+   * An HL7 merge: the prior patient's presets move here and its record goes. With `retiredKey`
+   * (`Crosswalk.retiredKeyOf(prior)`), the prior service id is retired in the same script: the key
+   * names the survivor, so that later updates of the prior local id reach the survivor (see
+   * `Crosswalk.findCurrent`), and the prior record's version moves so that a writer that read it
+   * before the merge retries.
+   */
+  merge?: { priorPatientServiceId: string; priorExpectedVersion: number; retiredKey?: string };
 }
 
 export type CommitResult =
@@ -268,6 +279,7 @@ export class UpdateCommitter {
       input.newPatient?.reverseKey ?? recordKey,
       input.merge ? presets.keyOf(input.merge.priorPatientServiceId) : presetsKey,
       input.merge ? records.keyOf(input.merge.priorPatientServiceId) : recordKey,
+      input.merge?.retiredKey ?? recordKey,
     ];
     const write = input.record;
     const args = [
@@ -292,6 +304,7 @@ export class UpdateCommitter {
       queryJobIdPrefix(psid),
       write.kind === 'put' ? write.contentHmac : '',
       input.onlyIfStale === true ? '1' : '0',
+      input.merge?.retiredKey === undefined ? '0' : '1',
     ];
     const reply = (await redis.eval(COMMIT, keys.length, ...keys, ...args)) as unknown[];
     switch (reply[0]) {

@@ -61,7 +61,13 @@ export async function runIngest(
   const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
-    ? await startMllpServer({ config: config.hl7v2, updates, registry: context.metrics, logger })
+    ? await startMllpServer({
+        config: config.hl7v2,
+        updates,
+        patients: admin,
+        registry: context.metrics,
+        logger,
+      })
     : undefined;
   logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
   // The queue's connection set-up waits for Redis, however long it is away. `ingest listening`

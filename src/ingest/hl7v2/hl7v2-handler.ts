@@ -13,9 +13,23 @@ import { headerOf, Hl7v2RejectError, mapMessage } from './map-message.ts';
 /** What the HL7 v2 handler needs of the clinical updates (the lead's `ClinicalUpdates`). */
 export type ClinicalUpdatesPort = Pick<ClinicalUpdates, 'apply' | 'merge'>;
 
+/**
+ * What an A23/A29 needs: the admin purge (`PatientAdmin.purge`), which removes the patient's record,
+ * presets and queries and writes an audit entry naming the sender as actor. An unknown patient
+ * rejects with `code: 'ERR_UNKNOWN_PATIENT'` (nothing to delete: AA).
+ */
+export interface PatientDeletePort {
+  purge(localId: string, request: { actor: string }): Promise<unknown>;
+}
+
 export interface Hl7v2HandlerOptions {
   config: Hl7v2Config;
   updates: ClinicalUpdatesPort;
+  /**
+   * Deletes for A23/A29. Without it those messages are answered AE (nothing changed), so that a
+   * delete is never acknowledged and lost. @defaultValue none
+   */
+  patients?: PatientDeletePort;
   metrics: Hl7v2Metrics;
   /** Only `{message_type, control_id, outcome, ack}` is ever logged: never the message or PID. */
   logger: Logger;
@@ -65,6 +79,8 @@ export interface Hl7v2Result {
   ack: string;
   /** The iconv-lite encoding the message was read in: MLLP sends the ACK back in it. */
   encoding: string;
+  /** False for an inbound ACK: nothing is sent back (answering it would start an ACK loop). */
+  reply: boolean;
 }
 
 /** The answer to one MLLP frame or HTTP body: a message's ACK, or a batch's batch of ACKs. */
@@ -75,6 +91,8 @@ export interface Hl7v2Answer {
   encoding: string;
   /** How many messages the input held (1 for a message, n for a batch). */
   messages: number;
+  /** False when nothing is to be sent back (a single inbound ACK). */
+  reply: boolean;
 }
 
 /**
@@ -104,7 +122,13 @@ export class Hl7v2Handler {
   async handleInput(bytes: Buffer, transportCharset?: string): Promise<Hl7v2Answer> {
     if (!isBatch(bytes)) {
       const result = await this.handleBytes(bytes, transportCharset);
-      return { outcome: result.outcome, ack: result.ack, encoding: result.encoding, messages: 1 };
+      return {
+        outcome: result.outcome,
+        ack: result.ack,
+        encoding: result.encoding,
+        messages: 1,
+        reply: result.reply,
+      };
     }
     const batch = splitBatch(bytes);
     const acks: string[][] = [];
@@ -120,10 +144,17 @@ export class Hl7v2Handler {
             { outcome: 'unavailable', transport: this.#o.transport ?? 'mllp', messages },
             'hl7v2 batch not acknowledged: resend it',
           );
-          return { outcome: 'unavailable', ack: '', encoding: result.encoding, messages };
+          return {
+            outcome: 'unavailable',
+            ack: '',
+            encoding: result.encoding,
+            messages,
+            reply: false,
+          };
         }
         encoding ??= result.encoding;
-        answers.push(result.ack);
+        // An inbound ACK inside a batch gets no MSA of its own.
+        if (result.reply) answers.push(result.ack);
       }
       acks.push(answers);
     }
@@ -136,6 +167,7 @@ export class Hl7v2Handler {
       ack: buildBatchAck(batch, acks),
       encoding: encoding ?? 'utf-8',
       messages,
+      reply: true,
     };
   }
 
@@ -183,13 +215,15 @@ export class Hl7v2Handler {
     outcome: Hl7v2Outcome,
     code: AckCode,
     error?: { code: string; text: string; location?: string },
+    reply = true,
   ): Hl7v2Result {
     const header = message === undefined ? undefined : headerOf(message);
     const type = header === undefined ? undefined : `${header.type}^${header.trigger}`;
     this.#o.metrics.count(type, outcome);
     const transport = this.#o.transport ?? 'mllp';
-    const sent =
-      outcome !== 'unavailable'
+    const sent = !reply
+      ? null
+      : outcome !== 'unavailable'
         ? code
         : transport === 'mllp' && this.#o.config.transient_reply === 'AR'
           ? code
@@ -207,7 +241,7 @@ export class Hl7v2Handler {
       },
       'hl7v2 message',
     );
-    return { outcome, code, ack: buildAck(message, code, error), encoding: 'utf-8' };
+    return { outcome, code, ack: buildAck(message, code, error), encoding: 'utf-8', reply };
   }
 
   /** One decoded message; `encoding` is its character set (for `\Xhh\` escapes). */
@@ -261,12 +295,32 @@ export class Hl7v2Handler {
       });
     }
     if (mapped.action === 'ignore') return this.#finish(message, 'ignored', 'AA');
+    if (mapped.action === 'no_reply') {
+      return this.#finish(message, 'ignored', 'AA', undefined, false);
+    }
+    const patients = this.#o.patients;
+    if (mapped.action === 'delete' && patients === undefined) {
+      return this.#finish(message, 'rejected', 'AE', {
+        code: '200',
+        text: 'patient delete (A23/A29) is not enabled on this listener',
+        location: 'MSH^1^9',
+      });
+    }
 
     const eventId = `hl7v2:${header.sendingApplication}:${header.controlId}`;
     const store = async () => {
       if (mapped.action === 'merge') {
         for (const merge of mapped.merges) {
           await this.#o.updates.merge({ ...merge, eventId });
+        }
+      } else if (mapped.action === 'delete') {
+        try {
+          await patients?.purge(mapped.localId, {
+            actor: `hl7v2:${header.sendingApplication.slice(0, 64)}`,
+          });
+        } catch (err) {
+          // A patient never seen (or deleted before: a resend) has nothing left to delete.
+          if ((err as { code?: unknown }).code !== 'ERR_UNKNOWN_PATIENT') throw err;
         }
       } else {
         await this.#o.updates.apply({

@@ -8,7 +8,7 @@ import type { UpdateCommitter } from '../update-committer.ts';
 import type { RecordStore } from '../../records/record-store.ts';
 import { ClinicalUpdates } from '../clinical-updates.ts';
 import { RedisUnavailableError } from '../errors/redis-unavailable-error.ts';
-import { Hl7v2Handler, type ClinicalUpdatesPort } from './hl7v2-handler.ts';
+import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
 
 /** The ingest app's dependencies (`{...deps, registry}`); `updates` is built from them if absent. */
@@ -21,6 +21,8 @@ export interface Hl7v2RoutesOptions {
   registry: Registry;
   logger: Logger;
   updates?: ClinicalUpdatesPort;
+  /** A23/A29 deletes: the ingest app's `admin` (PatientAdmin). @defaultValue none (AE) */
+  admin?: PatientDeletePort;
 }
 
 /** The media types integration engines send ER7 with (Mirth's HTTP Sender: text/plain). */
@@ -37,6 +39,7 @@ export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, o
   const handler = new Hl7v2Handler({
     config: options.config.hl7v2,
     updates: options.updates ?? ClinicalUpdates.fromDeps(options),
+    ...(options.admin === undefined ? {} : { patients: options.admin }),
     metrics: new Hl7v2Metrics(options.registry),
     logger: options.logger,
     transport: 'http',
@@ -52,6 +55,8 @@ export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, o
     const charset = /;\s*charset="?([^";]+)"?/i.exec(request.headers['content-type'] ?? '')?.[1];
     const result = await handler.handleInput(body, charset?.trim());
     if (result.outcome === 'unavailable') throw new RedisUnavailableError();
+    // An inbound ACK is not answered with an ACK: 204, no body.
+    if (!result.reply) return reply.code(204).send();
     const type = (request.headers['content-type'] ?? 'text/plain').split(';')[0]?.trim();
     return reply
       .code(200)

@@ -11,6 +11,7 @@ import {
   type Er7Message,
   type Segment,
 } from './er7.ts';
+import { describeRules, patientKeyOfPid, priorKeyOfMrg } from './patient-id-rules.ts';
 
 /** A message the sender must fix (AE): nothing is changed. */
 export class Hl7v2RejectError extends Error {
@@ -39,42 +40,87 @@ export interface MessageHeader {
 export type MappedMessage =
   | { action: 'apply'; localId: string; changes: ClinicalChange[]; kinds: string[] }
   | { action: 'merge'; merges: { survivingLocalId: string; priorLocalId: string }[] }
+  /** A23/A29: the patient's record and presets go, as an admin purge does. */
+  | { action: 'delete'; localId: string }
+  /** An inbound ACK (MSH-9 = ACK): not itself acknowledged. */
+  | { action: 'no_reply' }
   | { action: 'ignore' };
 
-/** The (type, trigger) pairs this ingester acts on. */
+/** ADT events that update the patient: demographics (PID), diagnoses (DG1), allergies (AL1). */
+const ADT_UPDATES = [
+  'A01',
+  'A02',
+  'A03',
+  'A04',
+  'A05',
+  'A06',
+  'A07',
+  'A08',
+  'A11',
+  'A12',
+  'A13',
+  'A28',
+  'A31',
+] as const;
+/** Merges and identifier changes: PID names the surviving id, MRG the retired one. */
+const ADT_MERGES = ['A18', 'A34', 'A40', 'A47'] as const;
+/** Deletes: the patient's record and presets go. */
+const ADT_DELETES = ['A23', 'A29'] as const;
+/** Orders and billing messages whose DG1 segments carry diagnoses (often the site's ICD-10-CM). */
+const DG1_CARRIERS = ['ORM^O01', 'OML^O21', 'BAR^P01', 'BAR^P05', 'DFT^P03'] as const;
+
+/** The (type, trigger) pairs this ingester acts on; every other type is AA and counted ignored. */
 export const HANDLED_TYPES: ReadonlySet<string> = new Set([
-  'ADT^A01',
-  'ADT^A04',
-  'ADT^A08',
-  'ADT^A28',
-  'ADT^A31',
-  'ADT^A40',
+  ...[...ADT_UPDATES, ...ADT_MERGES, ...ADT_DELETES].map((t) => `ADT^${t}`),
+  ...DG1_CARRIERS,
   'ORU^R01',
   'PPR^PC1',
   'PPR^PC2',
   'PPR^PC3',
+  'VXU^V04',
 ]);
 
-/** HL7 coding-system ids (CWE.3) → our code system name. */
+/**
+ * HL7 coding-system ids (CWE.3; HL7 table 0396, their older spellings, and the OIDs some engines
+ * send) → our code system name. Matched without case, spaces or hyphens (`ICD-10-CM` = `ICD10CM`).
+ */
 const SYSTEMS: Readonly<Record<string, keyof typeof CODE_SYSTEMS>> = {
   I10: 'icd10cm',
   I10C: 'icd10cm',
   ICD10: 'icd10cm',
   ICD10CM: 'icd10cm',
+  '2.16.840.1.113883.6.90': 'icd10cm',
   I9: 'icd9cm',
   I9C: 'icd9cm',
+  I9CDX: 'icd9cm',
   ICD9: 'icd9cm',
   ICD9CM: 'icd9cm',
+  '2.16.840.1.113883.6.103': 'icd9cm',
   SCT: 'snomed',
   SNM: 'snomed',
+  SNM3: 'snomed',
   SNOMED: 'snomed',
   SNOMEDCT: 'snomed',
+  '2.16.840.1.113883.6.96': 'snomed',
   LN: 'loinc',
   LOINC: 'loinc',
+  '2.16.840.1.113883.6.1': 'loinc',
   RXNORM: 'rxnorm',
   RXN: 'rxnorm',
+  '2.16.840.1.113883.6.88': 'rxnorm',
   CVX: 'cvx',
+  '2.16.840.1.113883.12.292': 'cvx',
 };
+
+/** Our code system name for an HL7 coding-system id, or undefined when we do not know it. */
+export function codeSystemOf(hl7System: string): keyof typeof CODE_SYSTEMS | undefined {
+  const key = hl7System
+    .trim()
+    .toUpperCase()
+    .replace(/^URN:OID:/, '')
+    .replace(/[\s_-]/g, '');
+  return SYSTEMS[key];
+}
 
 export function headerOf(message: Er7Message): MessageHeader {
   const msh = message.segments[0];
@@ -99,7 +145,7 @@ function coded(rawRep: string, message: Er7Message, fallbackSystem = ''): Coded 
   for (const start of [1, 4]) {
     const code = component(rawRep, start, d);
     const sys = component(rawRep, start + 2, d) || (start === 1 ? fallbackSystem : '');
-    const system = SYSTEMS[sys.toUpperCase()];
+    const system = codeSystemOf(sys);
     if (code !== '' && system !== undefined) {
       const display = component(rawRep, start + 1, d);
       return { system, code, ...(display === '' ? {} : { display }) };
@@ -116,42 +162,16 @@ function coding(c: Coded) {
   };
 }
 
-/** The identifier of the configured type (and authority) among the repetitions of a CX field. */
-export function localIdOf(
-  rawCx: string,
-  message: Er7Message,
-  rule: Hl7v2Config['patient_id'],
-): string | undefined {
-  const d = message.delimiters;
-  for (const rep of repetitions(rawCx, d)) {
-    const id = component(rep, 1, d);
-    if (id === '' || component(rep, 5, d) !== rule.type_code) continue;
-    if (rule.assigning_authority !== null) {
-      const authority = component(rep, 4, d, 1);
-      const universal = component(rep, 4, d, 2);
-      if (authority !== rule.assigning_authority && universal !== rule.assigning_authority) {
-        continue;
-      }
-    }
-    return id;
-  }
-  return undefined;
-}
-
 function requireLocalId(
   pid: Segment | undefined,
   message: Er7Message,
   config: Hl7v2Config,
 ): string {
   if (pid === undefined) throw new Hl7v2RejectError('no PID segment', '100', 'PID');
-  const id = localIdOf(rawField(pid, 3), message, config.patient_id);
+  const id = patientKeyOfPid(pid, message.delimiters, config.patient_id);
   if (id === undefined) {
     throw new Hl7v2RejectError(
-      `PID-3 holds no identifier of type ${config.patient_id.type_code}${
-        config.patient_id.assigning_authority === null
-          ? ''
-          : ` from ${config.patient_id.assigning_authority}`
-      }`,
+      `PID-3 holds no identifier the patient id rules accept (${describeRules(config.patient_id)})`,
       '101',
       'PID^1^3',
     );
@@ -183,8 +203,12 @@ export function facetsOf(pid: Segment, message: Er7Message): Partial<PatientIden
         .join(' ');
     })
     .filter((v) => v !== '');
+  // PID-2 and PID-4 too: old versions' patient ids (the identity rules' fallbacks), so that the
+  // record always holds the id a message was filed under (and the last check refuses it).
   const identifiers = nonEmpty([
     ...reps(3).map((rep) => component(rep, 1, d)),
+    ...reps(2).map((rep) => component(rep, 1, d)),
+    ...reps(4).map((rep) => component(rep, 1, d)),
     ...reps(18).map((rep) => component(rep, 1, d)),
     ...reps(19).map((rep) => component(rep, 1, d)),
   ]);
@@ -370,49 +394,101 @@ function prbChanges(message: Er7Message, trigger: string): ClinicalChange[] {
   return changes;
 }
 
+/** RXA-20 completion status → the FHIR Immunization status. */
+const RXA_STATUS: Readonly<Record<string, string>> = {
+  CP: 'completed',
+  PA: 'completed',
+  RE: 'not-done',
+  NA: 'not-done',
+};
+
+/**
+ * VXU RXA segments → immunizations (`hl7:rxa:<system>:<code>:<RXA-3 date>`: the same vaccine given
+ * on two days is two items). RXA-21 `D` removes it; uncoded vaccines (no known system) are skipped.
+ */
+function rxaChanges(message: Er7Message): ClinicalChange[] {
+  const d = message.delimiters;
+  const changes: ClinicalChange[] = [];
+  for (const rxa of segmentsNamed(message, 'RXA')) {
+    const c = coded(repetitions(rawField(rxa, 5), d)[0] ?? '', message);
+    if (c === undefined) continue;
+    const effectiveAt = hl7DateToIso(value(rxa, 3, d));
+    const key = `hl7:rxa:${c.system}:${c.code}:${effectiveAt?.slice(0, 10) ?? ''}`;
+    if (value(rxa, 21, d).toUpperCase() === 'D') {
+      changes.push({ type: 'remove', key });
+      continue;
+    }
+    const status = RXA_STATUS[value(rxa, 20, d).toUpperCase()] ?? 'completed';
+    changes.push({
+      type: 'upsert',
+      item: {
+        key,
+        kind: 'immunization',
+        codings: [coding(c)],
+        status,
+        ...(effectiveAt === undefined ? {} : { effectiveAt }),
+        source: 'hl7v2',
+      },
+    });
+  }
+  return changes;
+}
+
+/** The merges of an A18/A34/A40/A47: one per PID/MRG pair (PID the survivor, MRG the retired id). */
+function mergesOf(message: Er7Message, config: Hl7v2Config): MappedMessage {
+  const merges: { survivingLocalId: string; priorLocalId: string }[] = [];
+  let pid: Segment | undefined;
+  for (const segment of message.segments) {
+    if (segment.name === 'PID') pid = segment;
+    if (segment.name !== 'MRG') continue;
+    const survivingLocalId = requireLocalId(pid, message, config);
+    const priorLocalId = priorKeyOfMrg(segment, message.delimiters, config.patient_id);
+    if (priorLocalId === undefined) {
+      throw new Hl7v2RejectError(
+        `MRG-1 holds no identifier the patient id rules accept (${describeRules(config.patient_id)})`,
+        '101',
+        'MRG^1^1',
+      );
+    }
+    if (priorLocalId !== survivingLocalId) merges.push({ survivingLocalId, priorLocalId });
+  }
+  if (!message.segments.some((s) => s.name === 'MRG')) {
+    throw new Hl7v2RejectError('no MRG segment', '100', 'MRG');
+  }
+  return { action: 'merge', merges };
+}
+
 /**
  * What a parsed message asks for. Throws {@link Hl7v2RejectError} for a message the sender must fix.
  */
 export function mapMessage(message: Er7Message, config: Hl7v2Config): MappedMessage {
   const { type, trigger } = headerOf(message);
   const name = `${type}^${trigger}`;
+  // An acknowledgement (an engine that answers our ACKs, or a misrouted reply) is never answered:
+  // answering it would start an ACK loop between the two ends.
+  if (type === 'ACK') return { action: 'no_reply' };
   if (config.ignored_types.includes(type) || config.ignored_types.includes(name)) {
     return { action: 'ignore' };
   }
   if (!HANDLED_TYPES.has(name)) return { action: 'ignore' };
 
-  if (name === 'ADT^A40') {
-    const merges: { survivingLocalId: string; priorLocalId: string }[] = [];
-    let pid: Segment | undefined;
-    for (const segment of message.segments) {
-      if (segment.name === 'PID') pid = segment;
-      if (segment.name !== 'MRG') continue;
-      const survivingLocalId = requireLocalId(pid, message, config);
-      const priorLocalId = localIdOf(rawField(segment, 1), message, config.patient_id);
-      if (priorLocalId === undefined) {
-        throw new Hl7v2RejectError(
-          `MRG-1 holds no identifier of type ${config.patient_id.type_code}`,
-          '101',
-          'MRG^1^1',
-        );
-      }
-      merges.push({ survivingLocalId, priorLocalId });
-    }
-    if (merges.length === 0) throw new Hl7v2RejectError('no MRG segment', '100', 'MRG');
-    return { action: 'merge', merges };
+  if (type === 'ADT' && (ADT_MERGES as readonly string[]).includes(trigger)) {
+    return mergesOf(message, config);
   }
-
   const pid = segmentsNamed(message, 'PID')[0];
   const localId = requireLocalId(pid, message, config);
+  if (type === 'ADT' && (ADT_DELETES as readonly string[]).includes(trigger)) {
+    return { action: 'delete', localId };
+  }
   // Every message's PID describes the patient: an ORU or PPR may be the first message about them,
   // and without a birth date no record can be assembled.
   const changes: ClinicalChange[] =
     pid === undefined ? [] : [{ type: 'patient', facets: facetsOf(pid, message) }];
   const kinds = new Set<string>();
-  if (type === 'ADT' && pid !== undefined) {
-    kinds.add('Patient');
+  if (type === 'ADT') kinds.add('Patient');
+  if (type === 'ADT' || (DG1_CARRIERS as readonly string[]).includes(name)) {
     const conditions = dg1Items(message, segmentsNamed(message, 'DG1'));
-    const allergies = al1Items(message);
+    const allergies = type === 'ADT' ? al1Items(message) : [];
     changes.push(
       ...[...conditions, ...allergies].map((item) => ({ type: 'upsert' as const, item })),
     );
@@ -426,6 +502,10 @@ export function mapMessage(message: Er7Message, config: Hl7v2Config): MappedMess
     const problems = prbChanges(message, trigger);
     changes.push(...problems);
     if (problems.length > 0) kinds.add('Condition');
+  } else if (type === 'VXU') {
+    const immunizations = rxaChanges(message);
+    changes.push(...immunizations);
+    if (immunizations.length > 0) kinds.add('Immunization');
   }
   return { action: 'apply', localId, changes, kinds: [...kinds] };
 }

@@ -12,7 +12,7 @@ import type { Hl7v2Config } from '../../config/config-schema.ts';
 import { buildAck } from './ack.ts';
 import { encodeText } from './charset.ts';
 import { parseEr7 } from './er7.ts';
-import { Hl7v2Handler, type ClinicalUpdatesPort } from './hl7v2-handler.ts';
+import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
 
 const VT = 0x0b;
@@ -24,6 +24,8 @@ export interface MllpServerOptions {
   config: Hl7v2Config;
   /** The lead's `ClinicalUpdates` (or anything with its `apply` and `merge`). */
   updates: ClinicalUpdatesPort;
+  /** A23/A29 deletes (`PatientAdmin`); without it they are answered AE. @defaultValue none */
+  patients?: PatientDeletePort;
   /** The ingest app's registry: `cw_hl7v2_messages_total` lives there. */
   registry: Registry;
   logger: Logger;
@@ -75,6 +77,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
   const handler = new Hl7v2Handler({
     config,
     updates: options.updates,
+    ...(options.patients === undefined ? {} : { patients: options.patients }),
     metrics,
     logger,
     transport: 'mllp',
@@ -115,7 +118,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
           closeConnection(c);
           break;
         }
-        c.socket.write(frameBytes(encodeText(result.ack, result.encoding)));
+        if (result.reply) c.socket.write(frameBytes(encodeText(result.ack, result.encoding)));
       }
     } catch (err) {
       // A bug: no ACK, so the sender resends; the cause is logged without the message.

@@ -23,8 +23,16 @@ async function keysUnder(harness: Hl7v2Harness): Promise<string[]> {
 }
 
 describe('messages the sender must fix (AE) change nothing', () => {
-  it('no PID-3 MR identifier', async () => {
-    h = await startHl7v2Harness();
+  it('no PID-3 MR identifier (a site whose rules accept only MR)', async () => {
+    h = await startHl7v2Harness({
+      hl7v2: {
+        patient_id: {
+          rules: [{ type_codes: ['MR'] }],
+          fallback_fields: [],
+          unqualified_authorities: [],
+        },
+      },
+    });
     const before = await keysUnder(h);
     const text = fixture('ADT-A40-01.hl7')
       .replace('ADT^A40^ADT_A40', 'ADT^A08^ADT_A08')
@@ -101,7 +109,9 @@ describe('POST /v1/hl7v2', () => {
       });
       expect(response.statusCode).toBe(200);
       expect(msa(response.body)).toEqual(['MSA', 'AA', 'ControlID']);
-      expect((await h.clinicalOf('10006579'))?.clinical?.items['hl7:obx:11125-2']?.value).toBe(220);
+      expect((await h.clinicalOf('1|10006579'))?.clinical?.items['hl7:obx:11125-2']?.value).toBe(
+        220,
+      );
     });
   }
 
@@ -111,7 +121,8 @@ describe('POST /v1/hl7v2', () => {
       method: 'POST',
       url: '/v1/hl7v2',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'text/plain; charset=utf-8' },
-      payload: fixture('ORU-R01-01.hl7'),
+      // No identifier in PID-2, PID-3 or PID-4: not even the default rules find a patient.
+      payload: fixture('ORU-R01-01.hl7').replace(/^PID\|1\|\|[^|]*\|/m, 'PID|1|||'),
     });
     expect(response.statusCode).toBe(200);
     expect(msa(response.body)[1]).toBe('AE');
@@ -138,9 +149,9 @@ describe('POST /v1/hl7v2', () => {
         payload: fixture('ADT-A01-01.hl7'),
       });
     await send();
-    const first = await h.clinicalOf('PATID1234');
+    const first = await h.clinicalOf('test1|PATID1234');
     await send();
-    const second = await h.clinicalOf('PATID1234');
+    const second = await h.clinicalOf('test1|PATID1234');
     expect(second?.version).toBe(first?.version);
   });
 });

@@ -50,7 +50,16 @@ function expectNoneLogged(lines: string[]) {
 
 describe('no PID content reaches the logs', () => {
   it('accepted, rejected and garbage messages, over MLLP and HTTP', async () => {
-    h = await startHl7v2Harness();
+    // Rules that accept only MR, so that a PI id is an AE.
+    h = await startHl7v2Harness({
+      hl7v2: {
+        patient_id: {
+          rules: [{ type_codes: ['MR'] }],
+          fallback_fields: [],
+          unqualified_authorities: [],
+        },
+      },
+    });
     expect(segmentOf((await sendOne(h.mllp.port, plantedMessage('C1'))) ?? '', 'MSA')[1]).toBe(
       'AA',
     );
@@ -67,7 +76,7 @@ describe('no PID content reaches the logs', () => {
     });
     expect(response.statusCode).toBe(200);
     // The record did keep them (encrypted at rest): the test plants what it thinks it does.
-    const clinical = (await h.clinicalOf(PLANTED.mrn))?.clinical;
+    const clinical = (await h.clinicalOf(`HOSP|${PLANTED.mrn}`))?.clinical;
     expect(clinical?.patient.names.join(' ')).toContain(PLANTED.family);
     expect(clinical?.items['hl7:dg1:icd10cm:E11.9']?.kind).toBe('condition');
 

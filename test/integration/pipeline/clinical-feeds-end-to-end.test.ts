@@ -53,9 +53,12 @@ describe('clinical feeds end to end (concordance-worker start + simulator)', () 
   afterAll(() => p.close());
 
   const presets = async () => {
-    const response = await fetch(`${ingestUrl}/v1/patients/${MRN}/presets`, {
-      headers: { authorization: `Bearer ${TOKEN}` },
-    });
+    const response = await fetch(
+      `${ingestUrl}/v1/patients/${encodeURIComponent(`HOSP|${MRN}`)}/presets`,
+      {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      },
+    );
     return ((await response.json()) as { presets: { ccsr_category: string; source: string }[] })
       .presets;
   };
@@ -73,7 +76,11 @@ describe('clinical feeds end to end (concordance-worker start + simulator)', () 
       { timeoutMs: 30_000 },
     );
     expect(event?.error).toBeNull();
-    expect(event).toMatchObject({ status: 'completed', ccsr_category: 'END002', patient_id: MRN });
+    expect(event).toMatchObject({
+      status: 'completed',
+      ccsr_category: 'END002',
+      patient_id: `HOSP|${MRN}`,
+    });
 
     const requests = await p.requests();
     const [submission] = requests.filter(

@@ -209,7 +209,7 @@ describe('no free text reaches the service (concordance-worker start + simulator
     expect(fhir.status).toBe(202);
 
     // Every query completes with a verdict for the category its ICD-10-CM code maps to.
-    for (const patientId of ['FT-JSON-1', 'FTHL7MRN1', 'FT-FHIR-1']) {
+    for (const patientId of ['FT-JSON-1', 'HOSP|FTHL7MRN1', 'FT-FHIR-1']) {
       expectMatched(await completedFor(patientId));
     }
 

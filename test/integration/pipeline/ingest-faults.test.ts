@@ -36,7 +36,8 @@ function adt(localId: string, controlId: string): string {
   return [
     `MSH|^~\\&|EHR|HOSP|CW|HOSP|20260101120000||ADT^A08|${controlId}|P|2.5.1`,
     'EVN|A08|20260101120000',
-    `PID|1||${localId}^^^HOSP^MR||Doe^Jane||19600101|F`,
+    // No assigning authority: the key is the id alone, as the JSON and FHIR feeds' ids here.
+    `PID|1||${localId}^^^^MR||Doe^Jane||19600101|F`,
     'DG1|1||E11.9^^I10||20260101|F',
   ].join('\r');
 }

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
+import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
@@ -10,6 +11,8 @@ import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../../../../src/ingest/clinical-updates.ts';
 import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
+import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
+import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
@@ -46,6 +49,8 @@ export interface Hl7v2Harness {
   logs: LogCapture;
   prefix: string;
   inspect: Redis;
+  /** What A23/A29 call (and the audit log they write). */
+  admin: PatientAdmin;
   /** The stored clinical record of a local patient id (undefined when there is none). */
   clinicalOf(localId: string): Promise<Awaited<ReturnType<RecordStore['get']>>>;
   close(): Promise<void>;
@@ -96,7 +101,7 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     if (redis.status !== 'ready') await once(redis, 'ready');
   }
   const prefix = env.prefix;
-  const { crosswalk, records, presets, committer } = ingestStack({
+  const { crosswalk, records, presets, committer, keys } = ingestStack({
     redis,
     prefix,
     debounceMs: config.queries.debounce_ms,
@@ -110,9 +115,15 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
   });
   const registry = new Registry();
   const logs = captureLogs('trace');
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
+  queue.on('error', ignore);
+  // Opening the queue writes its meta key: done before the test takes its first look at Redis.
+  if (options.redisDown !== true) await queue.waitUntilReady();
+  const admin = new PatientAdmin({ redis, prefix, keys, queue, logger: logs.logger });
   const mllp = await startMllpServer({
     config: config.hl7v2,
     updates,
+    patients: admin,
     registry,
     logger: logs.logger,
     port: 0,
@@ -124,6 +135,7 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     records,
     presets,
     committer,
+    admin,
     logger: logs.logger,
     metrics: { registry },
   });
@@ -138,13 +150,15 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     logs,
     prefix,
     inspect: env.redis,
+    admin,
     async clinicalOf(localId) {
-      const psid = await crosswalk.find(localId);
+      const psid = await crosswalk.findCurrent(localId);
       return psid === undefined ? undefined : records.get(psid);
     },
     async close() {
       await mllp.close();
       await app.close();
+      await queue.close();
       redis.disconnect();
       await env.cleanup();
     },
