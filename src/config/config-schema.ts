@@ -70,6 +70,11 @@ const QueriesSchema = z.strictObject({
     batch: z.int().min(1),
     lease_ms: z.int().min(1_000),
   }),
+  /**
+   * How long a query of a record without a birth date waits for one (see DemographicsWait)
+   * before it ends `failed` with ERR_RECORD_WAITING_EXPIRED. @defaultValue 2592000 (30 days)
+   */
+  demographics_wait_s: z.int().min(0).default(2_592_000),
 });
 
 const Hl7v2Schema = z.strictObject({

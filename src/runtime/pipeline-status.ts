@@ -5,6 +5,7 @@ import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
 import { QUEUE_JOB_STATES } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
+import { DemographicsWait } from '../records/demographics-wait.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 
 export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
@@ -28,6 +29,8 @@ export interface PipelineStatus {
   queues: QueueStatus[];
   /** Deliveries given up on and kept for `replay`. */
   dead_letters: { count: number };
+  /** (patient, category) queries waiting for the patient's birth date (DemographicsWait). */
+  waiting_for_demographics: { count: number };
 }
 
 export interface ReadStatusOptions {
@@ -114,6 +117,7 @@ export async function readPipelineStatus({
           now,
         }).count(),
       },
+      waiting_for_demographics: { count: await new DemographicsWait({ redis, prefix }).count() },
     };
   } finally {
     await Promise.all(queues.map((q) => q.close()));

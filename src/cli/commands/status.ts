@@ -51,6 +51,7 @@ export function statusTable(status: PipelineStatus): string {
     table,
     '',
     `dead letters: ${status.dead_letters.count}`,
+    `queries waiting for a birth date: ${status.waiting_for_demographics.count}`,
     `(Redis prefix ${status.prefix}, ${status.generated_at})`,
   ].join('\n');
 }
