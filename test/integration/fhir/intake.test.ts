@@ -245,6 +245,23 @@ describe('FHIR Patient delete', () => {
     expect(await ignored('delete_unknown_patient')).toBe(1);
   });
 
+  it('logs neither the patient id of a delete nor the identifier a focus names', async () => {
+    h = await startFhirHarness({ restHooks: hooks });
+    await inject('PUT', `${HOOK}/Condition/d2`, condition('d2', 'planted-del-7731'));
+    await inject('DELETE', `${HOOK}/Patient/planted-del-7731`);
+    await inject(
+      'POST',
+      '/v1/fhir/notifications',
+      notification('http://example.org/topics/problem-list', [
+        { type: 'Condition', identifier: { system: 'urn:x', value: 'planted-mrn-5521' } },
+      ]),
+    );
+    expect(h.logLines.length).toBeGreaterThan(0);
+    const logs = h.logLines.join('\n');
+    expect(logs).not.toContain('planted-del-7731');
+    expect(logs).not.toContain('planted-mrn-5521');
+  });
+
   it('a notification whose Patient focus the server answers 410 Gone purges the patient', async () => {
     h = await startFhirHarness();
     const bundle = {
