@@ -18,6 +18,7 @@ import type { QueryState, RemoteJob } from '../src/queries/query-state.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
 import { assemblePatient, RecordNotAssemblableError } from '../src/records/assemble-patient.ts';
+import { DemographicsWait, RECORD_WAITING_EXPIRED } from '../src/records/demographics-wait.ts';
 import { emptyClinicalRecord } from '../src/records/clinical-record.ts';
 import { knownIdentifiers } from '../src/records/known-identifiers.ts';
 import { IdentifierLeakError, prepareForService } from '../src/records/prepare-for-service.ts';
@@ -62,6 +63,8 @@ export interface ConcordanceQueriesDeps {
   autorun?: boolean;
   /** @defaultValue `Date.now` */
   now?: () => number;
+  /** Queries waiting for a birth date. @defaultValue a DemographicsWait on `connection` */
+  demographics?: DemographicsWait;
 }
 
 /** A 429 without Retry-After holds the queue this long. */
@@ -107,6 +110,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
   const { config, client, state, records, crosswalk, sink, prefix, connection, metrics } = deps;
   const now = deps.now ?? Date.now;
   const schedule = pollOptions(config);
+  const demographics = deps.demographics ?? new DemographicsWait({ redis: connection, prefix });
   const queue = new Queue(CONCORDANCE_QUERIES, {
     connection,
     prefix,
@@ -202,6 +206,43 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     throw err;
   }
 
+  /**
+   * The record has no birth date yet: the query waits (delayed, no event) until the wait expires;
+   * the next update of the patient opens a newer query that runs once the birth date is there and
+   * supersedes this one. See DemographicsWait.
+   */
+  async function waitForDemographics(job: Job, data: QueryJobData, token: string | undefined) {
+    const decision = await demographics.park(
+      data.patientServiceId,
+      data.ccsrCategory,
+      data.seq,
+      now(),
+      config.queries.demographics_wait_s * 1_000,
+    );
+    if (decision.kind === 'expired') {
+      return finish(job, data, {
+        outcome: 'failed',
+        failure: {
+          code: RECORD_WAITING_EXPIRED,
+          message: `no birth date arrived within ${config.queries.demographics_wait_s} s; not sent`,
+        },
+      });
+    }
+    if (decision.kind === 'replaced') {
+      await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
+      logFor(job, data).info({ outcome: 'superseded' }, 'a newer query waits for the birth date');
+      const result: QueryJobResult = { outcome: 'superseded', eventId: null };
+      metrics?.queriesFinished.inc({ outcome: 'superseded' });
+      deps.onOutcome?.(result, data);
+      return result;
+    }
+    logFor(job, data).info(
+      { until: new Date(decision.until).toISOString() },
+      'query waits for a birth date',
+    );
+    return waitUntil(job, token, decision.until);
+  }
+
   async function submit(
     job: Job,
     data: QueryJobData,
@@ -229,6 +270,9 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       const assembled =
         stored.record ??
         assemblePatient(stored.clinical ?? emptyClinicalRecord(), { now: new Date(now()) });
+      if (stored.clinical !== undefined && stored.record === undefined) {
+        await demographics.release(psid, data.ccsrCategory);
+      }
       const payload = await prepareForService(assembled, {
         localId,
         knownIdentifiers: stored.clinical ? knownIdentifiers(localId, stored.clinical.patient) : [],
@@ -249,6 +293,9 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         { signal },
       ));
     } catch (err) {
+      if (err instanceof RecordNotAssemblableError && err.reason === 'birth_date_missing') {
+        return waitForDemographics(job, withVersion, token);
+      }
       if (
         err instanceof IdentifierLeakError ||
         err instanceof RecordNotAssemblableError ||

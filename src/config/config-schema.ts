@@ -96,6 +96,11 @@ const QueriesSchema = z.strictObject({
     batch: z.int().min(1),
     lease_ms: z.int().min(1_000),
   }),
+  /**
+   * How long a query of a record without a birth date waits for one (see DemographicsWait)
+   * before it ends `failed` with ERR_RECORD_WAITING_EXPIRED. @defaultValue 2592000 (30 days)
+   */
+  demographics_wait_s: z.int().min(0).default(2_592_000),
 });
 
 // --- HL7 v2 patient identity (issue 9): ordered identifier rules ---
@@ -219,6 +224,22 @@ const OutboundSchema = z
 export type OutboundConfig = z.infer<typeof OutboundSchema>;
 // --- end of secrets and connections ---
 
+/**
+ * One classic R4 rest-hook subscription: its endpoint is `/v1/fhir/rest-hook/<name>`; a ping (an
+ * empty POST) reads what changed with `criteria` (the Subscription's own criteria, e.g.
+ * `Condition?category=problem-list-item`) plus `_lastUpdated=ge<last read - overlap_s>`.
+ */
+const FhirRestHookSchema = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, - and _ (at most 64)'),
+  criteria: z
+    .string()
+    .regex(/^[A-Z][A-Za-z]+(\?.*)?$/, 'a FHIR search: <ResourceType>?<parameters>'),
+  /** How far back the first ping reads. @defaultValue 86400 */
+  first_lookback_s: z.int().positive().default(86_400),
+  /** Each ping re-reads this much before the last read (clock skew; re-reads are harmless). @defaultValue 300 */
+  overlap_s: z.int().nonnegative().default(300),
+});
+
 export const ConfigSchema = z.strictObject({
   service: ServiceSchema,
   log: z.strictObject({
@@ -256,6 +277,8 @@ export const ConfigSchema = z.strictObject({
     timeout_ms: z.int().positive(),
     /** Set only from the environment (`FHIR_TOKEN`). */
     token: z.string().min(1).optional(),
+    /** Classic R4 rest-hook subscriptions (see `FhirRestHookSchema`). @defaultValue none */
+    rest_hooks: z.array(FhirRestHookSchema).default([]),
   }),
   hl7v2: Hl7v2Schema,
   outbound: OutboundSchema,

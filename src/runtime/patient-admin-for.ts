@@ -8,6 +8,7 @@ import { PatientAdmin } from '../privacy/patient-admin.ts';
 import type { PatientEraser } from '../privacy/patient-eraser.ts';
 import { QueueJobEraser } from '../privacy/queue-job-eraser.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
+import { DemographicsWait } from '../records/demographics-wait.ts';
 
 /**
  * The stores beyond the core ones that hold a patient's data and forget it on a purge: result
@@ -29,6 +30,8 @@ export function patientErasers(
         return purged.pending + purged.deadLetters;
       },
     },
+    // Queries of the patient waiting for a birth date.
+    new DemographicsWait({ redis, prefix }),
   ];
   const queues: Queue[] = [];
   const outbound = config.delivery.outbound_queue;

@@ -5,6 +5,7 @@ import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
 import { QUEUE_JOB_STATES } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
+import { DemographicsWait } from '../records/demographics-wait.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { topUnmappedProblems, type UnmappedCode } from '../terminology/unmapped-problems.ts';
 
@@ -31,6 +32,8 @@ export interface PipelineStatus {
   dead_letters: { count: number };
   /** Problem codes no terminology source mapped, most reported first (codes only, no patient). */
   unmapped_problems: UnmappedCode[];
+  /** (patient, category) queries waiting for the patient's birth date (DemographicsWait). */
+  waiting_for_demographics: { count: number };
 }
 
 export interface ReadStatusOptions {
@@ -121,6 +124,7 @@ export async function readPipelineStatus({
         }).count(),
       },
       unmapped_problems: await topUnmappedProblems(redis, prefix, UNMAPPED_LISTED),
+      waiting_for_demographics: { count: await new DemographicsWait({ redis, prefix }).count() },
     };
   } finally {
     await Promise.all(queues.map((q) => q.close()));

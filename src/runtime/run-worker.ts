@@ -18,6 +18,8 @@ import { crosswalkKeysFrom, pipelineContext } from './pipeline-context.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { StartupError } from './startup-error.ts';
 import { WorkerRegistry, type QueueWorker } from './worker-registry.ts';
+import { DemographicsWait } from '../records/demographics-wait.ts';
+import { registerDemographicsWaitGauge } from '../records/demographics-wait-gauge.ts';
 
 export interface RunningProcess {
   /** Where /healthz, /readyz and /metrics answer (or the ingest API, for ingest). */
@@ -123,6 +125,9 @@ export async function runWorker(
     }
   }
 
+  const demographics = new DemographicsWait({ redis, prefix: context.prefix });
+  registerDemographicsWaitGauge(context.metrics, demographics);
+
   const health = buildHealthApp({
     metrics: context.metrics,
     checks: {
@@ -154,6 +159,7 @@ export async function runWorker(
         sink: delivery.router,
         logger,
         metrics,
+        demographics,
       }),
     );
     if (config.delivery.webhook.url !== null) {

@@ -61,6 +61,7 @@ export function statusTable(status: PipelineStatus): string {
     table,
     '',
     `dead letters: ${status.dead_letters.count}`,
+    `queries waiting for a birth date: ${status.waiting_for_demographics.count}`,
     ...unmapped,
     `(Redis prefix ${status.prefix}, ${status.generated_at})`,
   ].join('\n');

@@ -13,6 +13,8 @@ export interface FhirClientOptions {
   agent?: Agents | undefined;
 }
 
+/** Pages of a search followed at most. */
+const DEFAULT_MAX_PAGES = 20;
 /** A read that found nothing: 404 or 410 (deleted). */
 const GONE = new Set([404, 410]);
 /** Statuses by which a server says it has no `$events` operation. */
@@ -90,6 +92,55 @@ export class FhirClient {
     if (body !== undefined) return body;
     if (GONE.has(status)) return undefined;
     return this.#fail(status, 'a read');
+  }
+
+  /**
+   * A read that tells a deleted resource (410) from one never seen or not visible (404): a
+   * Patient the server answers 410 for was deleted there.
+   */
+  async readOrGone(type: string, id: string): Promise<{ resource: unknown } | { gone: 404 | 410 }> {
+    const { status, body } = await this.#get(`${type}/${encodeURIComponent(id)}`);
+    if (body !== undefined) return { resource: body };
+    if (status === 404 || status === 410) return { gone: status };
+    return this.#fail(status, 'a read');
+  }
+
+  /**
+   * `GET <type>?<params>`: the resources of that type in the searchset (every page the server
+   * links as `next`, up to `maxPages`, and only pages under the configured base URL).
+   */
+  async search(
+    type: string,
+    params: Record<string, string>,
+    maxPages = DEFAULT_MAX_PAGES,
+  ): Promise<unknown[]> {
+    const out: unknown[] = [];
+    let path = type;
+    let searchParams: Record<string, string> | undefined = params;
+    for (let page = 0; page < maxPages; page++) {
+      const { status, body } = await this.#get(path, searchParams);
+      if (body === undefined) return this.#fail(status, 'a search');
+      const bundle = body as {
+        resourceType?: unknown;
+        entry?: { resource?: unknown; search?: { mode?: unknown } }[];
+        link?: { relation?: unknown; url?: unknown }[];
+      };
+      if (bundle.resourceType !== 'Bundle') {
+        throw new FhirServerUnavailableError('the FHIR server answered a search without a Bundle');
+      }
+      for (const entry of bundle.entry ?? []) {
+        const resource = entry.resource as { resourceType?: unknown } | undefined;
+        // `include` and `outcome` entries are not matches.
+        if (entry.search?.mode !== undefined && entry.search.mode !== 'match') continue;
+        if (resource?.resourceType === type) out.push(resource);
+      }
+      const next = bundle.link?.find((l) => l.relation === 'next')?.url;
+      if (typeof next !== 'string' || !next.startsWith(`${this.#base}/`)) return out;
+      const url = new URL(next);
+      path = url.pathname.slice(new URL(`${this.#base}/`).pathname.length);
+      searchParams = Object.fromEntries(url.searchParams);
+    }
+    return out;
   }
 
   /** `GET Subscription/<id>/$status`. */

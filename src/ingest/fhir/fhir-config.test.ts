@@ -11,6 +11,7 @@ describe('the fhir configuration section', () => {
       base_url: null,
       patient_identifier_system: null,
       timeout_ms: 10000,
+      rest_hooks: [],
     });
   });
 

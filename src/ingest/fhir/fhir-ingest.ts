@@ -8,6 +8,7 @@ import { RequestValidationError } from '../errors/request-validation-error.ts';
 import type { EventTracker } from './event-tracker.ts';
 import { subscriptionHash } from './event-tracker.ts';
 import type { FhirClient } from './fhir-client.ts';
+import { FhirDeleteUnavailableError } from './fhir-delete-unavailable-error.ts';
 import { FhirServerUnavailableError } from './fhir-errors.ts';
 import type { FhirMetrics } from './fhir-metrics.ts';
 import { parseReference, ResourceSchema, type FhirResource } from './fhir-resource.ts';
@@ -15,6 +16,7 @@ import { MAPPED_TYPES, mapClinicalResource, parsePatient, patientFacets } from '
 import {
   parseNotification,
   parseStatusResource,
+  type IdentifierFocus,
   type SubscriptionNotification,
 } from './notification.ts';
 
@@ -29,7 +31,14 @@ export interface ClinicalUpdater {
   }): Promise<{ patientServiceId: string; version: number; changed: boolean }>;
 }
 
+/** Purges a patient named by its local id (`PatientAdmin.purge` with actor `fhir`). */
+export interface PatientDeleter {
+  purge(localId: string): Promise<'purged' | 'unknown'>;
+}
+
 export interface FhirIngestOptions {
+  /** Undefined when this process has no patient admin: a FHIR Patient delete is then answered 503. */
+  patients?: PatientDeleter | undefined;
   updates: ClinicalUpdater;
   tracker: EventTracker;
   /** Undefined when `fhir.base_url` is not set: id-only payloads then cannot be fetched. */
@@ -68,13 +77,31 @@ interface PatientChanges {
 const WholeBundleSchema = z.looseObject({
   resourceType: z.literal('Bundle'),
   id: z.string().optional(),
+  meta: z
+    .looseObject({
+      tag: z
+        .array(z.looseObject({ system: z.string().optional(), code: z.string().optional() }))
+        .optional(),
+    })
+    .optional(),
   type: z.enum(['transaction', 'collection', 'batch', 'searchset'], {
-    error: 'a whole-patient Bundle is a transaction, batch, collection or searchset',
+    error: 'a Bundle of resources is a transaction, batch, collection or searchset',
   }),
   entry: z
     .array(z.looseObject({ fullUrl: z.string().optional(), resource: ResourceSchema }))
     .min(1),
 });
+
+/** How a Bundle changes the records of its patients. */
+export type BundleMode = 'merge' | 'replace';
+
+/** The `meta.tag` system by which a Bundle asks for a mode (`code`: `merge` or `replace`). */
+export const BUNDLE_MODE_TAG_SYSTEM = 'urn:concordance-worker:bundle-mode';
+
+function bundleModeTag(meta: { tag?: { system?: string; code?: string }[] } | undefined) {
+  const code = meta?.tag?.find((t) => t.system === BUNDLE_MODE_TAG_SYSTEM)?.code;
+  return code === 'merge' || code === 'replace' ? code : undefined;
+}
 
 function invalid(loc: Loc, msg: string, type = 'value_error'): RequestValidationError {
   return new RequestValidationError([{ loc: [...loc], msg, type }]);
@@ -229,52 +256,144 @@ export class FhirIngest {
     return byPatient;
   }
 
-  // ---- whole-patient Bundle ------------------------------------------------------------------
+  // ---- Bundles (collection, transaction, batch, searchset) ---------------------------------
 
-  /** A whole-patient Bundle: replaces that patient's record. */
-  async replaceFromBundle(
+  /**
+   * A Bundle of one or more patients' resources, split per patient; each patient's changes are
+   * applied through {@link ClinicalUpdater} (one commit per patient). `merge` (the default) updates
+   * the resources the Bundle carries and leaves the rest of the record alone; `replace` makes each
+   * patient's record exactly the Bundle's resources of that patient (identity facets merged).
+   * Everything is validated before the first patient is applied.
+   */
+  async applyBundle(
     body: unknown,
-  ): Promise<{ patientServiceId: string; version: number; resources: number; items: number }> {
+    requestedMode?: BundleMode,
+  ): Promise<{
+    mode: BundleMode;
+    patients: { patientServiceId: string; version: number; changed: boolean }[];
+    resources: number;
+    items: number;
+  }> {
     const parsed = WholeBundleSchema.safeParse(body);
     if (!parsed.success) {
       throw new RequestValidationError(toValidationItems(parsed.error.issues, ['body']));
     }
+    const mode = requestedMode ?? bundleModeTag(parsed.data.meta) ?? 'merge';
     const payload = new Payload();
+    let ignored = 0;
     parsed.data.entry.forEach((e, i) => {
       const loc = ['body', 'entry', i, 'resource'];
+      if (!MAPPED_TYPES.has(e.resource.resourceType)) {
+        ignored++;
+        if (e.resource.id === undefined) return;
+      }
       payload.add({ resource: withId(e.resource, e.fullUrl, loc), loc }, e.fullUrl);
     });
-    const patients = payload.list.filter((r) => r.resource.resourceType === 'Patient');
-    if (patients.length !== 1) {
-      throw invalid(['body', 'entry'], 'a whole-patient Bundle holds exactly one Patient');
-    }
     const grouped = this.#group(payload.list, payload);
-    const patient = patients[0] as Resolved;
-    if (grouped.size !== 1 || !grouped.has(patient.resource.id)) {
-      throw invalid(['body', 'entry'], "every resource must be about the Bundle's Patient");
+    // Local ids first (they may need the FHIR server): nothing is applied if one cannot be found.
+    const targets: { localId: string; group: PatientChanges }[] = [];
+    for (const [patientId, group] of grouped) {
+      const at = payload.find(`Patient/${patientId}`)?.loc ?? ['body', 'entry'];
+      targets.push({ localId: await this.#localId(patientId, payload, at), group });
     }
-    const group = grouped.get(patient.resource.id) as PatientChanges;
-    const items: ReportedItem[] = [];
-    let facets: Partial<PatientIdentityFacets> = {};
-    for (const change of group.changes) {
-      if (change.type === 'upsert') items.push(change.item);
-      else if (change.type === 'patient') facets = change.facets;
+    this.#o.metrics.ignore('resource_type', ignored);
+    if (targets.length === 0) this.#o.metrics.ignore('notification');
+    const bundleId =
+      parsed.data.id ??
+      createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32);
+    const patients = [];
+    let items = 0;
+    for (const { localId, group } of targets) {
+      let changes: ClinicalChange[] = group.changes;
+      if (mode === 'replace') {
+        const upserts: ReportedItem[] = [];
+        let facets: Partial<PatientIdentityFacets> = {};
+        for (const change of group.changes) {
+          if (change.type === 'upsert') upserts.push(change.item);
+          else if (change.type === 'patient') facets = change.facets;
+        }
+        changes = [{ type: 'replace', items: upserts, facets }];
+      }
+      items += group.changes.filter((c) => c.type === 'upsert').length;
+      patients.push(
+        await this.#o.updates.apply({
+          localId,
+          source: 'fhir',
+          eventId: `fhir:bundle:${bundleId}`,
+          changes,
+          kinds: [...group.kinds],
+        }),
+      );
     }
-    const localId = await this.#localId(patient.resource.id, payload, patient.loc);
-    const eventId = `fhir:bundle:${parsed.data.id ?? createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32)}`;
-    const result = await this.#o.updates.apply({
-      localId,
-      source: 'fhir',
-      eventId,
-      changes: [{ type: 'replace', items, facets }],
-      kinds: [...group.kinds],
+    return { mode, patients, resources: payload.list.length, items };
+  }
+
+  // ---- resources read or received outside notifications (classic rest-hook) -----------------
+
+  /**
+   * Resources of any patients (a classic rest-hook PUT, or what a ping's search found), applied
+   * per patient as a `merge` Bundle would be. Resources of types we do not use are counted.
+   */
+  async applyResources(
+    resources: readonly unknown[],
+    eventId: string,
+    loc: Loc,
+  ): Promise<{ patients: number; ignored: number }> {
+    const payload = new Payload();
+    let ignored = 0;
+    resources.forEach((r, i) => {
+      const at = [...loc, i];
+      const parsed = ResourceSchema.safeParse(r);
+      if (!parsed.success) {
+        throw new RequestValidationError(toValidationItems(parsed.error.issues, at));
+      }
+      if (!MAPPED_TYPES.has(parsed.data.resourceType)) {
+        ignored++;
+        return;
+      }
+      payload.add({ resource: withId(parsed.data, undefined, at), loc: at }, undefined);
     });
-    return {
-      patientServiceId: result.patientServiceId,
-      version: result.version,
-      resources: payload.list.length,
-      items: items.length,
-    };
+    const grouped = this.#group(payload.list, payload);
+    for (const [patientId, group] of grouped) {
+      await this.#addPatientFacets(patientId, group, payload);
+      const localId = await this.#localId(patientId, payload, loc);
+      await this.#o.updates.apply({
+        localId,
+        source: 'fhir',
+        eventId,
+        changes: group.changes,
+        kinds: [...group.kinds],
+      });
+    }
+    this.#o.metrics.ignore('resource_type', ignored);
+    if (grouped.size === 0) this.#o.metrics.ignore('notification');
+    return { patients: grouped.size, ignored };
+  }
+
+  /**
+   * A resource deleted on the FHIR server. A Patient: the patient is purged as HL7 A23 does
+   * (audit actor `fhir`); another type: that item leaves the patient's record when we hold it.
+   */
+  async deleteResource(type: string, id: string): Promise<'purged' | 'unknown' | 'ignored'> {
+    if (type === 'Patient') return this.#deletePatient(id);
+    this.#o.metrics.ignore('resource_type');
+    return 'ignored';
+  }
+
+  async #deletePatient(patientId: string): Promise<'purged' | 'unknown' | 'ignored'> {
+    const deleter = this.#o.patients;
+    if (deleter === undefined) {
+      throw new FhirDeleteUnavailableError('patient purge is not configured in this process');
+    }
+    if (this.#o.patientIdentifierSystem !== null) {
+      // The deleted Patient can no longer be read for its identifier: see the README.
+      this.#o.metrics.ignore('delete_unresolvable');
+      return 'ignored';
+    }
+    const outcome = await deleter.purge(patientId);
+    if (outcome === 'unknown') this.#o.metrics.ignore('delete_unknown_patient');
+    else this.#o.metrics.deletes.inc();
+    return outcome;
   }
 
   // ---- notifications -------------------------------------------------------------------------
@@ -339,6 +458,8 @@ export class FhirIngest {
     const payload = new Payload();
     n.entries.forEach((e, i) => {
       if (e.resource === undefined) return;
+      // A resource we do not use needs no id: it is only counted (see #applyEvents).
+      if (!MAPPED_TYPES.has(e.resource.resourceType) && e.resource.id === undefined) return;
       const at = [...loc, 'entry', i + 1, 'resource'];
       const resolved = { resource: withId(e.resource, e.fullUrl, at), loc: at };
       payload.add(resolved, e.fullUrl);
@@ -351,35 +472,96 @@ export class FhirIngest {
     return payload;
   }
 
+  /**
+   * The resource an identifier-only focus names, found by `GET <type>?identifier=<system>|<value>`
+   * on the FHIR server; undefined (counted) when the type is not one we use, or the server finds
+   * none or several.
+   */
+  async #resolveIdentifier(
+    focus: IdentifierFocus,
+    payload: Payload,
+  ): Promise<Resolved | undefined> {
+    if (focus.type === undefined || !MAPPED_TYPES.has(focus.type)) {
+      this.#o.metrics.ignore('focus_unresolvable');
+      return undefined;
+    }
+    const token = focus.system === undefined ? focus.value : `${focus.system}|${focus.value}`;
+    const matches = await this.#client().search(focus.type, { identifier: token });
+    if (matches.length !== 1) {
+      this.#o.metrics.ignore(matches.length === 0 ? 'focus_not_found' : 'focus_ambiguous');
+      return undefined;
+    }
+    const loc = ['fhir-server', focus.type, 'identifier'];
+    const resource = ResourceSchema.safeParse(matches[0]);
+    if (!resource.success) {
+      throw new FhirServerUnavailableError('the FHIR server answered a search with no resource');
+    }
+    const found = { resource: withId(resource.data, undefined, loc), loc };
+    payload.add(found, undefined);
+    return found;
+  }
+
+  /**
+   * Reads a resource an event names but the payload lacks (id-only). A Patient the server
+   * answers 410 Gone for was deleted there: it is purged here as well.
+   */
+  async #fetchFocus(
+    reference: string,
+    payload: Payload,
+    deleted: Set<string>,
+  ): Promise<Resolved | undefined> {
+    const parsed = parseReference(reference);
+    if (parsed === undefined || !MAPPED_TYPES.has(parsed.type)) {
+      this.#o.metrics.ignore('resource_type');
+      return undefined;
+    }
+    const answer = await this.#client().readOrGone(parsed.type, parsed.id);
+    if ('gone' in answer) {
+      if (answer.gone === 410 && parsed.type === 'Patient') deleted.add(parsed.id);
+      return undefined;
+    }
+    const loc = ['fhir-server', `${parsed.type}/${parsed.id}`];
+    const resource = ResourceSchema.safeParse(answer.resource);
+    if (!resource.success || resource.data.resourceType !== parsed.type) {
+      throw new FhirServerUnavailableError('the FHIR server answered a read with another resource');
+    }
+    const found = { resource: withId(resource.data, undefined, loc), loc };
+    payload.add(found, reference);
+    return found;
+  }
+
   /** Fetches what an event names but the payload lacks (id-only), then applies per patient. */
   async #applyEvents(n: SubscriptionNotification, payload: Payload): Promise<number> {
     const used = new Set<Resolved>();
+    const deleted = new Set<string>();
     const perEvent: { eventNumber: number | undefined; resources: Resolved[] }[] = [];
     for (const event of n.events) {
       const resources: Resolved[] = [];
+      if (event.focus === undefined && event.focusIdentifier !== undefined) {
+        const found = await this.#resolveIdentifier(event.focusIdentifier, payload);
+        if (found !== undefined) {
+          used.add(found);
+          resources.push(found);
+        }
+      }
       for (const reference of [event.focus, ...event.additionalContext]) {
         if (reference === undefined) continue;
-        let found = payload.find(reference);
-        if (found === undefined) {
-          const parsed = parseReference(reference);
-          if (parsed === undefined || !MAPPED_TYPES.has(parsed.type)) continue;
-          const fetched = await this.#client().read(parsed.type, parsed.id);
-          if (fetched === undefined) continue;
-          const loc = ['fhir-server', `${parsed.type}/${parsed.id}`];
-          const resource = ResourceSchema.safeParse(fetched);
-          if (!resource.success || resource.data.resourceType !== parsed.type) {
-            throw new FhirServerUnavailableError(
-              'the FHIR server answered a read with another resource',
-            );
-          }
-          found = { resource: withId(resource.data, undefined, loc), loc };
-          payload.add(found, reference);
-        }
+        const found =
+          payload.find(reference) ?? (await this.#fetchFocus(reference, payload, deleted));
+        if (found === undefined) continue;
         used.add(found);
         resources.push(found);
       }
       perEvent.push({ eventNumber: event.eventNumber, resources });
     }
+    // Resources of types we do not use are acknowledged and counted.
+    this.#o.metrics.ignore(
+      'resource_type',
+      n.entries.filter(
+        (e) => e.resource !== undefined && !MAPPED_TYPES.has(e.resource.resourceType),
+      ).length,
+    );
+    for (const patientId of deleted) await this.#deletePatient(patientId);
     // Payload resources no event names (servers differ) belong to the last event.
     const rest = payload.list.filter((r) => !used.has(r));
     if (rest.length > 0) {
@@ -409,6 +591,7 @@ export class FhirIngest {
         patients.add(patientId);
       }
     }
+    if (patients.size === 0 && deleted.size === 0) this.#o.metrics.ignore('notification');
     return patients.size;
   }
 

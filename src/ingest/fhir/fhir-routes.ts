@@ -13,8 +13,18 @@ import { UnsupportedMediaTypeError } from '../errors/unsupported-media-type-erro
 import { isRedisUnavailable } from '../redis-failure.ts';
 import { EventTracker } from './event-tracker.ts';
 import { FhirClient } from './fhir-client.ts';
-import { FhirIngest, type ClinicalUpdater } from './fhir-ingest.ts';
+import {
+  FhirIngest,
+  type BundleMode,
+  type ClinicalUpdater,
+  type PatientDeleter,
+} from './fhir-ingest.ts';
 import { FhirMetrics } from './fhir-metrics.ts';
+import { RestHookCursor } from './rest-hook-cursor.ts';
+import { restHookRoutes } from './rest-hook-routes.ts';
+import type { PatientAdmin } from '../../privacy/patient-admin.ts';
+import { UnknownPatientError } from '../../privacy/unknown-patient-error.ts';
+import { RequestValidationError } from '../errors/request-validation-error.ts';
 
 export interface FhirRouteOptions {
   config: Pick<Config, 'fhir' | 'presets' | 'redis'> & Partial<Pick<Config, 'outbound'>>;
@@ -30,6 +40,60 @@ export interface FhirRouteOptions {
   updates?: ClinicalUpdater;
   /** @defaultValue built from `config.fhir` and `FHIR_TOKEN` when `fhir.base_url` is set */
   client?: FhirClient;
+  /** Purges patients a FHIR Patient delete names. @defaultValue none: such deletes answer 503 */
+  admin?: PatientAdmin | undefined;
+}
+
+/** The audit actor of purges a FHIR Patient delete makes. */
+export const FHIR_AUDIT_ACTOR = 'fhir';
+
+/** `PatientAdmin.purge` as a FHIR delete uses it: audited as actor `fhir`. */
+function patientDeleter(admin: PatientAdmin | undefined): PatientDeleter | undefined {
+  if (admin === undefined) return undefined;
+  return {
+    async purge(localId) {
+      try {
+        await admin.purge(localId, { actor: FHIR_AUDIT_ACTOR });
+        return 'purged';
+      } catch (error) {
+        if (error instanceof UnknownPatientError) return 'unknown';
+        throw error;
+      }
+    },
+  };
+}
+
+const MODES: readonly BundleMode[] = ['merge', 'replace'];
+
+/** `?mode=merge|replace` (absent: the Bundle's `meta.tag`, else merge). */
+function modeOf(query: unknown): BundleMode | undefined {
+  const mode = (query as { mode?: unknown } | null)?.mode;
+  if (mode === undefined) return undefined;
+  if (typeof mode === 'string' && (MODES as readonly string[]).includes(mode)) {
+    return mode as BundleMode;
+  }
+  throw new RequestValidationError([
+    { loc: ['query', 'mode'], msg: 'mode is merge or replace', type: 'enum' },
+  ]);
+}
+
+/**
+ * JSON, and an empty body as no body (a classic rest-hook ping may carry a JSON content type and
+ * no content): the routes say what an absent body means.
+ */
+function lenientJson(app: Parameters<FastifyPluginAsync>[0]) {
+  const strict = app.getDefaultJsonParser('error', 'error');
+  return (
+    request: FastifyRequest,
+    body: string | Buffer,
+    done: (err: Error | null, body?: unknown) => void,
+  ) => {
+    if (body.length === 0) {
+      done(null, undefined);
+      return;
+    }
+    strict(request, typeof body === 'string' ? body : body.toString('utf8'), done);
+  };
 }
 
 const FHIR_MEDIA_TYPES = new Set(['application/json', 'application/fhir+json']);
@@ -63,14 +127,20 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
     client,
     patientIdentifierSystem: config.fhir.patient_identifier_system,
     metrics: new FhirMetrics(options.registry),
+    patients: patientDeleter(options.admin),
   });
 
-  // FHIR's own media type, parsed as JSON (in this plugin's scope only).
-  app.addContentTypeParser(
-    'application/fhir+json',
-    { parseAs: 'string' },
-    app.getDefaultJsonParser('error', 'error'),
-  );
+  // FHIR's own media type, parsed as JSON (in this plugin's scope only); empty bodies pass.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, lenientJson(app));
+  app.addContentTypeParser('application/fhir+json', { parseAs: 'string' }, lenientJson(app));
+
+  await app.register(restHookRoutes, {
+    hooks: config.fhir.rest_hooks,
+    ingest,
+    client,
+    cursor: new RestHookCursor({ redis: options.redis, prefix: config.redis.prefix }),
+  });
 
   app.post(
     '/v1/fhir/notifications',
@@ -96,18 +166,36 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
       const bundle_type = typeof bundleType === 'string' ? bundleType.slice(0, 32) : undefined;
       let result;
       try {
-        result = await ingest.replaceFromBundle(request.body);
+        result = await ingest.applyBundle(request.body, modeOf(request.query));
       } catch (error) {
         request.log.info({ bundle_type, outcome: outcomeOf(error) }, 'fhir bundle');
         throw error;
       }
       request.log.info(
-        { bundle_type, resources: result.resources, items: result.items, outcome: 'replaced' },
+        {
+          bundle_type,
+          mode: result.mode,
+          patients: result.patients.length,
+          resources: result.resources,
+          items: result.items,
+          outcome: 'applied',
+        },
         'fhir bundle',
       );
-      return reply
-        .code(202)
-        .send({ patient_service_id: result.patientServiceId, version: result.version });
+      const patients = result.patients.map((p) => ({
+        patient_service_id: p.patientServiceId,
+        version: p.version,
+        changed: p.changed,
+      }));
+      const [only] = patients;
+      return reply.code(202).send({
+        mode: result.mode,
+        patients,
+        // One patient: also at the top level, as before Bundles could hold several.
+        ...(patients.length === 1 && only !== undefined
+          ? { patient_service_id: only.patient_service_id, version: only.version }
+          : {}),
+      });
     },
   );
 };

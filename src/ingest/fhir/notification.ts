@@ -12,10 +12,19 @@ export const NOTIFICATION_TYPES = [
 ] as const;
 export type NotificationType = (typeof NOTIFICATION_TYPES)[number];
 
+/** A focus named only by a business identifier (`focus.identifier`), with its type if given. */
+export interface IdentifierFocus {
+  type: string | undefined;
+  system: string | undefined;
+  value: string;
+}
+
 export interface NotificationEvent {
   eventNumber: number | undefined;
   /** The focus reference as written (absolute or relative). */
   focus: string | undefined;
+  /** A focus without a reference, named by identifier (resolved by a search on the FHIR server). */
+  focusIdentifier?: IdentifierFocus;
   additionalContext: string[];
 }
 
@@ -44,6 +53,28 @@ const eventNumber = z.union([
 
 const ReferenceValue = z.looseObject({ reference: z.string().min(1) });
 
+/** A focus: a literal reference, or an identifier-only reference (`{type?, identifier}`). */
+const FocusValue = z.union([
+  ReferenceValue,
+  z.looseObject({
+    type: z.string().min(1).optional(),
+    identifier: z.looseObject({ system: z.string().optional(), value: z.string().min(1) }),
+  }),
+]);
+type Focus = z.infer<typeof FocusValue>;
+
+function focusOf(focus: Focus | undefined): Pick<NotificationEvent, 'focus' | 'focusIdentifier'> {
+  if (focus === undefined) return { focus: undefined };
+  if ('reference' in focus && typeof focus.reference === 'string') {
+    return { focus: focus.reference };
+  }
+  const f = focus as { type?: string; identifier: { system?: string; value: string } };
+  return {
+    focus: undefined,
+    focusIdentifier: { type: f.type, system: f.identifier.system, value: f.identifier.value },
+  };
+}
+
 const EntrySchema = z.looseObject({
   fullUrl: z.string().optional(),
   resource: ResourceSchema.optional(),
@@ -71,7 +102,7 @@ const NotificationBundleSchema = z.looseObject({
 // R4 backport: a Parameters resource whose parameters carry the status.
 const ParameterSchema = z.looseObject({
   name: z.string(),
-  valueReference: ReferenceValue.optional(),
+  valueReference: FocusValue.optional(),
   valueCanonical: z.string().optional(),
   valueCode: z.string().optional(),
   valueString: z.string().optional(),
@@ -98,7 +129,7 @@ const SubscriptionStatusSchema = z.looseObject({
     .array(
       z.looseObject({
         eventNumber: eventNumber.optional(),
-        focus: ReferenceValue.optional(),
+        focus: FocusValue.optional(),
         additionalContext: z.array(ReferenceValue).optional(),
       }),
     )
@@ -129,7 +160,11 @@ function fromParameters(resource: unknown, loc: readonly (string | number)[]) {
       { loc: [...loc, 'parameter'], msg: `${name}: ${msg}`, type: 'missing' },
     ]);
 
-  const subscription = one('subscription')?.valueReference?.reference;
+  const subscriptionRef = one('subscription')?.valueReference;
+  const subscription =
+    subscriptionRef !== undefined && 'reference' in subscriptionRef
+      ? (subscriptionRef.reference as string)
+      : undefined;
   if (subscription === undefined) throw missing('subscription', 'a valueReference is required');
   const type = z.enum(NOTIFICATION_TYPES).safeParse(one('type')?.valueCode);
   if (!type.success) throw missing('type', 'a notification type code is required');
@@ -149,9 +184,9 @@ function fromParameters(resource: unknown, loc: readonly (string | number)[]) {
     if (!n.success) throw invalid(n.error.issues, [...loc, 'parameter', index, 'event-number']);
     events.push({
       eventNumber: n.data,
-      focus: part('focus')[0]?.valueReference?.reference,
+      ...focusOf(part('focus')[0]?.valueReference),
       additionalContext: part('additional-context')
-        .map((x) => x.valueReference?.reference)
+        .map((x) => focusOf(x.valueReference).focus)
         .filter((r): r is string => r !== undefined),
     });
   });
@@ -177,7 +212,7 @@ function fromSubscriptionStatus(resource: unknown, loc: readonly (string | numbe
     eventsSinceSubscriptionStart: s.eventsSinceSubscriptionStart,
     events: (s.notificationEvent ?? []).map((e) => ({
       eventNumber: e.eventNumber,
-      focus: e.focus?.reference,
+      ...focusOf(e.focus),
       additionalContext: (e.additionalContext ?? []).map((r) => r.reference),
     })),
   };

@@ -1,6 +1,7 @@
 import { readdirSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FHIR_JSON, startFhirHarness, type FhirHarness } from './support/fhir-harness.ts';
+import { BUNDLE_MODE_TAG_SYSTEM } from '../../../src/ingest/fhir/fhir-ingest.ts';
 import { FIXTURES, condition, fixture, r4Notification } from './support/notifications.ts';
 
 let h: FhirHarness;
@@ -12,10 +13,10 @@ afterEach(async () => {
   await h.close();
 });
 
-function postBundle(body: unknown, headers: Record<string, string> = FHIR_JSON) {
+function postBundle(body: unknown, headers: Record<string, string> = FHIR_JSON, query = '') {
   return h.app.inject({
     method: 'POST',
-    url: '/v1/fhir/Bundle',
+    url: `/v1/fhir/Bundle${query}`,
     headers,
     payload: JSON.stringify(body),
   });
@@ -23,6 +24,14 @@ function postBundle(body: unknown, headers: Record<string, string> = FHIR_JSON) 
 
 interface Entry {
   resource: Record<string, unknown> & { resourceType: string; id: string };
+}
+
+async function ignoredCount(reason: string): Promise<number> {
+  const text = await h.registry.metrics();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`cw_fhir_ignored_total{reason="${reason}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
 }
 
 const SYNTHEA = readdirSync(FIXTURES).filter((f) => /^[A-Z][a-z]+_[A-Z][a-z]+_.*\.json$/.test(f));
@@ -41,12 +50,17 @@ describe('POST /v1/fhir/Bundle', () => {
     expect(SYNTHEA).toHaveLength(3);
   });
 
-  it.each(SYNTHEA)('replaces the record from the Synthea Bundle %s (202)', async (file) => {
+  it.each(SYNTHEA)('applies the Synthea Bundle %s (202)', async (file) => {
     const bundle = fixture(file);
     const res = await postBundle(bundle);
     expect(res.statusCode).toBe(202);
     const answer = res.json<{ patient_service_id: string; version: number }>();
-    expect(answer).toEqual({ patient_service_id: expect.any(String), version: 1 });
+    expect(answer).toEqual({
+      mode: 'merge',
+      patients: [{ patient_service_id: expect.any(String), version: 1, changed: true }],
+      patient_service_id: expect.any(String),
+      version: 1,
+    });
     const [patient] = resourcesOf(bundle, 'Patient');
     expect(await h.crosswalk.find(patient?.id as string)).toBe(answer.patient_service_id);
 
@@ -77,62 +91,117 @@ describe('POST /v1/fhir/Bundle', () => {
     expect(clinical?.patient.race.length).toBeGreaterThan(0);
   });
 
-  it('replaces, not merges: a later Bundle with fewer resources drops the rest', async () => {
+  it.each([
+    ['?mode=replace', {}],
+    ['meta.tag', { meta: { tag: [{ system: BUNDLE_MODE_TAG_SYSTEM, code: 'replace' }] } }],
+  ])(
+    'replaces when asked by %s: a later Bundle with fewer resources drops the rest',
+    async (how, extra) => {
+      const bundle = fixture(SYNTHEA[0] as string);
+      const first = await postBundle(bundle);
+      const psid = first.json<{ patient_service_id: string }>().patient_service_id;
+      const patientEntry = (bundle.entry as Entry[]).find(
+        (e) => e.resource.resourceType === 'Patient',
+      );
+      const fullUrl = (patientEntry as { fullUrl?: string }).fullUrl as string;
+      const smaller = {
+        resourceType: 'Bundle',
+        type: 'collection',
+        ...extra,
+        entry: [
+          patientEntry,
+          { resource: condition('only-one', 'x', { subject: { reference: fullUrl } }) },
+        ],
+      };
+      const second = await postBundle(smaller, FHIR_JSON, how === 'meta.tag' ? '' : how);
+      expect(second.statusCode).toBe(202);
+      expect(second.json()).toMatchObject({
+        mode: 'replace',
+        patient_service_id: psid,
+        version: 2,
+      });
+      const items = (await h.records.get(psid))?.clinical?.items ?? {};
+      expect(Object.keys(items)).toEqual(['fhir:Condition/only-one']);
+    },
+  );
+
+  it('merges by default: a Bundle holding only demographics never wipes the record', async () => {
     const bundle = fixture(SYNTHEA[0] as string);
     const first = await postBundle(bundle);
     const psid = first.json<{ patient_service_id: string }>().patient_service_id;
-    const patientEntry = (bundle.entry as Entry[]).find(
-      (e) => e.resource.resourceType === 'Patient',
-    );
-    const fullUrl = (patientEntry as { fullUrl?: string }).fullUrl as string;
-    const smaller = {
+    const before = Object.keys((await h.records.get(psid))?.clinical?.items ?? {}).sort();
+    expect(before.length).toBeGreaterThan(1);
+    const [patient] = resourcesOf(bundle, 'Patient');
+    const demographicsOnly = {
       resourceType: 'Bundle',
       type: 'collection',
+      entry: [{ resource: { ...patient, gender: 'other' } }],
+    };
+    const second = await postBundle(demographicsOnly);
+    expect(second.statusCode).toBe(202);
+    expect(second.json()).toMatchObject({ mode: 'merge', patient_service_id: psid, version: 2 });
+    const after = await h.records.get(psid);
+    expect(Object.keys(after?.clinical?.items ?? {}).sort()).toEqual(before);
+    expect(after?.clinical?.patient.gender).toBe('other');
+  });
+
+  it('splits a Bundle of several patients: one record and one commit per patient', async () => {
+    const bundle = {
+      resourceType: 'Bundle',
+      type: 'searchset',
       entry: [
-        patientEntry,
-        { resource: condition('only-one', 'x', { subject: { reference: fullUrl } }) },
+        { resource: { resourceType: 'Patient', id: 'split-a', birthDate: '1950-01-02' } },
+        { resource: { resourceType: 'Patient', id: 'split-b', birthDate: '1960-03-04' } },
+        { resource: condition('ca', 'split-a') },
+        { resource: condition('cb', 'split-b') },
+        // Neither Patient in the Bundle: a third patient, applied all the same.
+        { resource: condition('cc', 'split-c') },
+        // A type we do not use: acknowledged and counted.
+        {
+          resource: {
+            resourceType: 'Encounter',
+            id: 'e1',
+            subject: { reference: 'Patient/split-a' },
+          },
+        },
       ],
     };
-    const second = await postBundle(smaller);
-    expect(second.statusCode).toBe(202);
-    expect(second.json()).toEqual({ patient_service_id: psid, version: 2 });
-    const items = (await h.records.get(psid))?.clinical?.items ?? {};
-    expect(Object.keys(items)).toEqual(['fhir:Condition/only-one']);
+    const res = await postBundle(bundle);
+    expect(res.statusCode).toBe(202);
+    const answer = res.json<{ patients: { patient_service_id: string; version: number }[] }>();
+    expect(answer.patients).toHaveLength(3);
+    expect(answer).not.toHaveProperty('patient_service_id');
+    for (const [id, condition] of [
+      ['split-a', 'ca'],
+      ['split-b', 'cb'],
+      ['split-c', 'cc'],
+    ] as const) {
+      const psid = await h.crosswalk.find(id);
+      expect(answer.patients.map((p) => p.patient_service_id)).toContain(psid);
+      const items = (await h.records.get(psid as string))?.clinical?.items ?? {};
+      expect(Object.keys(items)).toEqual([`fhir:Condition/${condition}`]);
+    }
+    expect(
+      (await h.records.get((await h.crosswalk.find('split-b')) as string))?.clinical?.patient
+        .birthDate,
+    ).toBe('1960-03-04');
+    expect(await ignoredCount('resource_type')).toBe(1);
+  });
+
+  it('answers 422 for an unknown mode and changes nothing', async () => {
+    const before = await h.snapshot();
+    const res = await postBundle(fixture(SYNTHEA[0] as string), FHIR_JSON, '?mode=wipe');
+    expect(res.statusCode).toBe(422);
+    expect(await h.snapshot()).toEqual(before);
   });
 
   it.each([
-    [
-      'no Patient',
-      { resourceType: 'Bundle', type: 'collection', entry: [{ resource: condition('c', 'p') }] },
-    ],
-    [
-      'two Patients',
-      {
-        resourceType: 'Bundle',
-        type: 'collection',
-        entry: [
-          { resource: { resourceType: 'Patient', id: 'a' } },
-          { resource: { resourceType: 'Patient', id: 'b' } },
-        ],
-      },
-    ],
     [
       'a history Bundle',
       {
         resourceType: 'Bundle',
         type: 'history',
         entry: [{ resource: { resourceType: 'Patient', id: 'a' } }],
-      },
-    ],
-    [
-      "another patient's resource",
-      {
-        resourceType: 'Bundle',
-        type: 'collection',
-        entry: [
-          { resource: { resourceType: 'Patient', id: 'a' } },
-          { resource: condition('c', 'someone-else') },
-        ],
       },
     ],
     [

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
@@ -8,6 +9,8 @@ import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
+import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
+import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
@@ -30,6 +33,8 @@ export interface FhirHarness {
   crosswalk: Crosswalk;
   records: RecordStore;
   registry: Registry;
+  /** Purges what a FHIR Patient delete names (absent with `admin: false`). */
+  admin: PatientAdmin | undefined;
   logLines: string[];
   /** Every key under the test's prefix with its value, to show that nothing changed. */
   snapshot(): Promise<Map<string, string>>;
@@ -51,6 +56,10 @@ export async function startFhirHarness(
     fhirToken?: string;
     /** Where the app's request connections point. @defaultValue the test Redis */
     redisUrl?: string;
+    /** `fhir.rest_hooks`. @defaultValue none */
+    restHooks?: Config['fhir']['rest_hooks'];
+    /** false: no patient admin (a Patient delete answers 503). @defaultValue true */
+    admin?: boolean;
   } = {},
 ): Promise<FhirHarness> {
   const env = await isolatedRedis();
@@ -69,6 +78,7 @@ export async function startFhirHarness(
     fhir: {
       ...loaded.fhir,
       patient_identifier_system: options.patientIdentifierSystem ?? null,
+      rest_hooks: options.restHooks ?? [],
     },
   };
   const url = options.redisUrl ?? testRedisUrl();
@@ -80,7 +90,7 @@ export async function startFhirHarness(
   }
 
   const prefix = config.redis.prefix;
-  const { crosswalk, records, presets, committer } = ingestStack({
+  const { keys, crosswalk, records, presets, committer } = ingestStack({
     redis,
     prefix,
     debounceMs: config.queries.debounce_ms,
@@ -97,6 +107,11 @@ export async function startFhirHarness(
       },
     }),
   });
+  const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
+  queue.on('error', ignore);
+  if (reachable) await queue.waitUntilReady();
+  const admin =
+    options.admin === false ? undefined : new PatientAdmin({ redis, prefix, keys, queue, logger });
   const app = await buildIngestApp({
     config,
     redis,
@@ -106,6 +121,7 @@ export async function startFhirHarness(
     committer,
     logger,
     metrics: { registry },
+    ...(admin === undefined ? {} : { admin }),
   });
   await app.ready();
 
@@ -118,6 +134,7 @@ export async function startFhirHarness(
     crosswalk,
     records,
     registry,
+    admin,
     logLines,
     async snapshot() {
       const out = new Map<string, string>();
@@ -133,6 +150,7 @@ export async function startFhirHarness(
     },
     async close() {
       await app.close();
+      await queue.close();
       await fhir.close();
       redis.disconnect();
       await env.cleanup();

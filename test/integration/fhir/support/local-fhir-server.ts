@@ -25,6 +25,8 @@ export class LocalFhirServer {
   readonly seen: SeenRequest[] = [];
   readonly resources = new Map<string, Record<string, unknown>>();
   readonly events = new Map<string, StoredEvent[]>();
+  /** `Type/id` of resources deleted here: a read answers 410 Gone. */
+  readonly deleted = new Set<string>();
   /** Subscriptions whose `$events` the server does not offer (answered 501). */
   readonly noEventsOperation = new Set<string>();
   readonly #server: Server;
@@ -96,6 +98,42 @@ export class LocalFhirServer {
     };
   }
 
+  /**
+   * `GET <Type>?...`: a searchset of the type's resources, filtered by `identifier`
+   * (`system|value` or `value`) and `_lastUpdated=ge<instant>` (on `meta.lastUpdated`); other
+   * parameters are recorded (in `seen`) but do not filter.
+   */
+  #search(type: string, params: URLSearchParams) {
+    const identifier = params.get('identifier');
+    const since = params.get('_lastUpdated');
+    const matches = [...this.resources.values()].filter((r) => {
+      if (r.resourceType !== type) return false;
+      if (identifier !== null) {
+        const ids = (r.identifier as { system?: string; value?: string }[] | undefined) ?? [];
+        const [system, value] = identifier.includes('|')
+          ? identifier.split('|', 2)
+          : [undefined, identifier];
+        if (!ids.some((i) => i.value === value && (system === undefined || i.system === system)))
+          return false;
+      }
+      if (since !== null) {
+        const at = (r.meta as { lastUpdated?: string } | undefined)?.lastUpdated;
+        if (at === undefined || Date.parse(at) < Date.parse(since.replace(/^ge/, ''))) return false;
+      }
+      return true;
+    });
+    return {
+      resourceType: 'Bundle',
+      type: 'searchset',
+      total: matches.length,
+      entry: matches.map((resource) => ({
+        fullUrl: `${this.#baseUrl}/${type}/${String(resource.id)}`,
+        resource,
+        search: { mode: 'match' },
+      })),
+    };
+  }
+
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? '/', 'http://localhost');
     const path = url.pathname.replace(/^\/fhir\//, '');
@@ -137,6 +175,9 @@ export class LocalFhirServer {
         ],
       });
     }
+    if (/^[A-Z][A-Za-z]+$/.test(path))
+      return this.#send(res, 200, this.#search(path, url.searchParams));
+    if (this.deleted.has(path)) return this.#send(res, 410, { resourceType: 'OperationOutcome' });
     const resource = this.resources.get(path);
     if (resource === undefined) return this.#send(res, 404, { resourceType: 'OperationOutcome' });
     return this.#send(res, 200, resource);

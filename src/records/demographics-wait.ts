@@ -1,0 +1,115 @@
+import type { Redis } from 'ioredis';
+
+/**
+ * Adds (patient, category) to the waiting set unless it is there (its first wait counts), and
+ * raises the newest waiting query's seq; returns {first wait (ms), newest waiting seq}.
+ * KEYS: waiting zset, seq hash. ARGV: member, now ms, seq.
+ */
+const PARK = `
+redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1])
+local newest = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
+if tonumber(ARGV[3]) > newest then
+  newest = tonumber(ARGV[3])
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+end
+return {redis.call('ZSCORE', KEYS[1], ARGV[1]), newest}
+`;
+
+/** Removes every member of one patient (a purge). KEYS: zset, hash. ARGV: `<psid>|`. */
+const ERASE_PATIENT = `
+local removed = 0
+for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if string.sub(member, 1, string.len(ARGV[1])) == ARGV[1] then
+    removed = removed + redis.call('ZREM', KEYS[1], member)
+    redis.call('HDEL', KEYS[2], member)
+  end
+end
+return removed
+`;
+
+/** The failure code of a query that waited for a birth date longer than allowed. */
+export const RECORD_WAITING_EXPIRED = 'ERR_RECORD_WAITING_EXPIRED';
+
+/** What {@link DemographicsWait.park} decides for the query that asks. */
+export type WaitDecision =
+  /** Wait (the job is delayed until `until`); a later update's query takes over. */
+  | { kind: 'wait'; until: number }
+  /** A newer query of the same key waits in this one's place: end without an event. */
+  | { kind: 'replaced' }
+  /** Waited `waitMs` since the first try: end `failed` (ERR_RECORD_WAITING_EXPIRED). */
+  | { kind: 'expired' };
+
+/**
+ * Queries of records that cannot be assembled yet because the patient's birth date is missing
+ * (a Condition came before the Patient): per (patient, category), when the first one began to wait,
+ * and the newest waiting query. A query that waits is delayed, not ended: the next update of the
+ * patient opens a new query that runs as soon as the birth date is there (and supersedes it); a key
+ * still waiting after `waitMs` ends `failed` once. Counted by `status` and
+ * `cw_queries_waiting_for_demographics`. Also a purge's eraser (`erase`): its keys are removed
+ * by a scan of the waiting set, which holds only keys that wait.
+ */
+export class DemographicsWait {
+  readonly name = 'waiting_for_demographics';
+  readonly #redis: Redis;
+  readonly #zset: string;
+  readonly #hash: string;
+
+  constructor(options: { redis: Redis; prefix: string }) {
+    this.#redis = options.redis;
+    this.#zset = `${options.prefix}:waitdemo`;
+    this.#hash = `${options.prefix}:waitdemo:seq`;
+  }
+
+  static member(patientServiceId: string, category: string): string {
+    return `${patientServiceId}|${category}`;
+  }
+
+  /** Records that query `seq` of the key waits, and says what it should do. */
+  async park(
+    patientServiceId: string,
+    category: string,
+    seq: number,
+    now: number,
+    waitMs: number,
+  ): Promise<WaitDecision> {
+    const member = DemographicsWait.member(patientServiceId, category);
+    const [first, newest] = (await this.#redis.eval(
+      PARK,
+      2,
+      this.#zset,
+      this.#hash,
+      member,
+      now,
+      seq,
+    )) as [string, number];
+    if (newest > seq) return { kind: 'replaced' };
+    const until = Number(first) + waitMs;
+    if (now >= until) {
+      await this.release(patientServiceId, category);
+      return { kind: 'expired' };
+    }
+    return { kind: 'wait', until };
+  }
+
+  /** The key no longer waits (its record could be assembled, or its wait ended). */
+  async release(patientServiceId: string, category: string): Promise<void> {
+    const member = DemographicsWait.member(patientServiceId, category);
+    await this.#redis.multi().zrem(this.#zset, member).hdel(this.#hash, member).exec();
+  }
+
+  /** (patient, category) keys waiting now. */
+  async count(): Promise<number> {
+    return this.#redis.zcard(this.#zset);
+  }
+
+  /** A purge: the patient's keys wait no more. */
+  async erase(patientServiceId: string): Promise<number> {
+    return (await this.#redis.eval(
+      ERASE_PATIENT,
+      2,
+      this.#zset,
+      this.#hash,
+      `${patientServiceId}|`,
+    )) as number;
+  }
+}
