@@ -100,8 +100,11 @@ export function corpusBytes(file: string): Buffer {
  * Where a classic R4 rest-hook `PUT {endpoint}/{type}/{id}` goes. The issue names the shape, not
  * the endpoint: the FHIR intake part decides it; adjust here if it chose another one.
  */
+/** The classic R4 rest-hook the corpus's full resources are PUT to (`fhir.rest_hooks`). */
+const CORPUS_HOOK = 'corpus';
+
 export function fhirPutPath(type: string, id: string): string {
-  return `/v1/fhir/notifications/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
+  return `/v1/fhir/rest-hook/${CORPUS_HOOK}/${encodeURIComponent(type)}/${encodeURIComponent(id)}`;
 }
 
 /** The segments of an ER7 text (CR, LF or CRLF; a leading BOM dropped). */
@@ -240,8 +243,16 @@ async function observe(
  */
 export async function runItem(item: CorpusItem, corpus: CorpusItem[]): Promise<Observed> {
   const stack: Stack = isHl7(item.channel)
-    ? { kind: 'hl7', h: await startHl7v2Harness() }
-    : { kind: 'fhir', h: await startFhirHarness() };
+    ? { kind: 'hl7', h: await startHl7v2Harness({ terminology: true }) }
+    : {
+        kind: 'fhir',
+        h: await startFhirHarness({
+          terminology: true,
+          restHooks: [
+            { name: CORPUS_HOOK, criteria: 'Condition?', first_lookback_s: 86_400, overlap_s: 300 },
+          ],
+        }),
+      };
   try {
     for (const file of item.before ?? []) {
       const channel = corpus.find((other) => other.file === file)?.channel;

@@ -7,6 +7,7 @@ import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
+import { ProblemTerminology } from '../../../../src/terminology/problem-terminology.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
 import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
@@ -60,6 +61,8 @@ export async function startFhirHarness(
     restHooks?: Config['fhir']['rest_hooks'];
     /** false: no patient admin (a Patient delete answers 503). @defaultValue true */
     admin?: boolean;
+    /** Map SNOMED CT / ICD-9-CM problems as the ingest process does (`terminology.*`). */
+    terminology?: boolean;
   } = {},
 ): Promise<FhirHarness> {
   const env = await isolatedRedis();
@@ -113,6 +116,9 @@ export async function startFhirHarness(
   const admin =
     options.admin === false ? undefined : new PatientAdmin({ redis, prefix, keys, queue, logger });
   const app = await buildIngestApp({
+    ...(options.terminology === true
+      ? { terminology: ProblemTerminology.fromConfig({ config, redis, registry }) }
+      : {}),
     config,
     redis,
     crosswalk,

@@ -10,6 +10,7 @@ import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../../../../src/ingest/clinical-updates.ts';
+import { ProblemTerminology } from '../../../../src/terminology/problem-terminology.ts';
 import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
 import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
 import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
@@ -75,6 +76,8 @@ export interface HarnessOptions {
   redisUrl?: string;
   hl7v2?: Partial<Config['hl7v2']>;
   mllp?: Partial<Config['hl7v2']['mllp']>;
+  /** Map SNOMED CT / ICD-9-CM problems as the ingest process does (`terminology.*`). */
+  terminology?: boolean;
 }
 
 /** The real ClinicalUpdates on real Redis (test prefix), the MLLP server on a free port, the app. */
@@ -106,14 +109,19 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     prefix,
     debounceMs: config.queries.debounce_ms,
   });
+  const registry = new Registry();
+  const terminology =
+    options.terminology === true
+      ? ProblemTerminology.fromConfig({ config, redis, registry })
+      : undefined;
   const updates = new ClinicalUpdates({
     crosswalk,
     records,
     committer,
+    ...(terminology === undefined ? {} : { terminology }),
     rules: config.presets.rules,
     problemList: config.presets.from_problem_list,
   });
-  const registry = new Registry();
   const logs = captureLogs('trace');
   const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
   queue.on('error', ignore);
@@ -129,6 +137,7 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     port: 0,
   });
   const app = await buildIngestApp({
+    ...(terminology === undefined ? {} : { terminology }),
     config,
     redis,
     crosswalk,

@@ -1,6 +1,5 @@
-// PENDING: vitest does not collect this file (its name does not end in .test.ts). It asserts the
-// whole public corpus against the issue-9 behaviour; enable it by renaming it to corpus.test.ts
-// once identity rules, charsets, batches, message types, terminology and FHIR intake are merged.
+// The whole public corpus (test/corpus/, sources in SOURCES.md) through the real listeners, each
+// item against its expected answer and effect (expectations.json): issue 9, Done-when 1.
 import { describe, expect, it } from 'vitest';
 import { assertExpected, loadCorpus, runItem } from './support/corpus-runner.ts';
 

@@ -1,18 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import {
-  CORPUS_DIR,
-  assertExpected,
-  corpusFiles,
-  loadCorpus,
-  runItem,
-} from './support/corpus-runner.ts';
+import { CORPUS_DIR, corpusFiles, loadCorpus } from './support/corpus-runner.ts';
 
 /**
- * The public corpus (test/corpus/, see its SOURCES.md): the corpus is complete and sourced, and
- * every item whose expectation needs no pending issue-9 feature (`needs: []`) gets its expected
- * answer and effect through the real listeners today. The whole corpus runs in
- * `corpus.spec-pending.ts`.
+ * The public corpus (test/corpus/, see its SOURCES.md) is complete and sourced: every file has
+ * exactly one expectation and a full SOURCES row. `corpus.test.ts` sends every item through the
+ * real listeners.
  */
 const corpus = loadCorpus();
 
@@ -41,14 +34,4 @@ describe('test/corpus', () => {
       ).toBe(true);
     }
   });
-
-  it('sends the items that need no pending feature through the listeners', () => {
-    expect(corpus.filter((i) => i.needs.length === 0).length).toBeGreaterThan(0);
-  });
-
-  for (const item of corpus.filter((i) => i.needs.length === 0)) {
-    it(`${item.file} over ${item.channel}`, async () => {
-      assertExpected(item, await runItem(item, corpus));
-    });
-  }
 });
