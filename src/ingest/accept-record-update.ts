@@ -61,7 +61,8 @@ export async function acceptRecordUpdate(
     ...new Set([...categoriesFromRules(deps.rules, body.changes), ...(body.ccsr_categories ?? [])]),
   ];
   for (let attempt = 1; ; attempt++) {
-    const existing = await deps.crosswalk.find(body.patient_id);
+    // A local id retired by an HL7 merge stands for its survivor, whatever the feed.
+    const existing = await deps.crosswalk.findCurrent(body.patient_id);
     // Queries run on the stored record: without one there is nothing to evaluate, and nothing
     // (not even a crosswalk entry) is created.
     if (existing === undefined && body.assembled_patient === undefined) throw recordMissing();

@@ -98,6 +98,10 @@ export class ClinicalUpdates {
       const input = await attempt();
       if ('unchanged' in input) return { ...input.unchanged, changed: false };
       const result = await this.#o.committer.commit(input);
+      if (result.status === 'missing') {
+        // A known patient without a record (purged, expired) and a message that adds nothing.
+        return { patientServiceId: input.patientServiceId, version: 0, changed: false };
+      }
       if (result.status === 'ok' || result.status === 'unchanged') {
         return {
           patientServiceId: input.patientServiceId,
