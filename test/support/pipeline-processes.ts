@@ -17,6 +17,19 @@ export interface LoggedRequest {
   body: unknown;
 }
 
+/**
+ * Config lines of an end-to-end test of the clinical feeds: short debounce and polls, problem-list
+ * presets on (the outpatient default category), no rules.
+ */
+export const FAST_FEED_PIPELINE_LINES: readonly string[] = [
+  'queries:',
+  '  debounce_ms: 200',
+  '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
+  'presets:',
+  '  rules: []',
+  '  from_problem_list: { enabled: true, categories: outpatient_default }',
+];
+
 export interface PipelineProcesses {
   simulator: CliProcess;
   start: CliProcess;

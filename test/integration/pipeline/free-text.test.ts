@@ -3,6 +3,7 @@ import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { eventually } from '../../support/eventually.ts';
 import { redisKeys, scanRedisFor } from '../../support/scan-redis.ts';
 import {
+  FAST_FEED_PIPELINE_LINES,
   startPipelineProcesses,
   type PipelineProcesses,
 } from '../../support/pipeline-processes.ts';
@@ -48,14 +49,7 @@ describe('no free text reaches the service (concordance-worker start + simulator
     p = await startPipelineProcesses({
       apiKey: API_KEY,
       token: TOKEN,
-      configLines: [
-        'queries:',
-        '  debounce_ms: 200',
-        '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
-        'presets:',
-        '  rules: []',
-        '  from_problem_list: { enabled: true, categories: outpatient_default }',
-      ],
+      configLines: [...FAST_FEED_PIPELINE_LINES],
     });
   });
   afterAll(() => p.close());

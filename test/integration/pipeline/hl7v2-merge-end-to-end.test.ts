@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
+  FAST_FEED_PIPELINE_LINES,
   startPipelineProcesses,
   type PipelineProcesses,
 } from '../../support/pipeline-processes.ts';
@@ -29,14 +30,7 @@ describe('HL7 merges end to end (concordance-worker start + simulator): the reti
     p = await startPipelineProcesses({
       apiKey: API_KEY,
       token: TOKEN,
-      configLines: [
-        'queries:',
-        '  debounce_ms: 200',
-        '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
-        'presets:',
-        '  rules: []',
-        '  from_problem_list: { enabled: true, categories: outpatient_default }',
-      ],
+      configLines: [...FAST_FEED_PIPELINE_LINES],
     });
   });
   afterAll(() => p.close());

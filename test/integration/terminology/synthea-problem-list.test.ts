@@ -8,6 +8,7 @@ import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 import { topUnmappedProblems } from '../../../src/terminology/unmapped-problems.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
+  FAST_FEED_PIPELINE_LINES,
   startPipelineProcesses,
   type PipelineProcesses,
 } from '../../support/pipeline-processes.ts';
@@ -54,12 +55,7 @@ async function start(terminology: string[]): Promise<PipelineProcesses> {
     apiKey: API_KEY,
     token: TOKEN,
     configLines: [
-      'queries:',
-      '  debounce_ms: 200',
-      '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
-      'presets:',
-      '  rules: []',
-      '  from_problem_list: { enabled: true, categories: outpatient_default }',
+      ...FAST_FEED_PIPELINE_LINES,
       'terminology:',
       ...terminology.map((line) => `  ${line}`),
     ],
