@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
 import { mapClinicalResource, parsePatient, patientFacets } from './map-resource.ts';
-import { SHARED_FIXTURES } from '../../../test/support/shared-fixtures.ts';
+import { PUBLIC_FIXTURES } from '../../../test/support/public-fixtures.ts';
 
-const FIXTURES = `${SHARED_FIXTURES}fhir`;
+const FIXTURES = `${PUBLIC_FIXTURES}fhir`;
 const load = (name: string) =>
   JSON.parse(readFileSync(`${FIXTURES}/${name}`, 'utf8')) as { resourceType: string; id: string };
 

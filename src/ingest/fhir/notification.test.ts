@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
 import { parseNotification } from './notification.ts';
-import { SHARED_FIXTURES } from '../../../test/support/shared-fixtures.ts';
+import { PUBLIC_FIXTURES } from '../../../test/support/public-fixtures.ts';
 
 const load = (name: string): unknown =>
-  JSON.parse(readFileSync(`${SHARED_FIXTURES}fhir/${name}`, 'utf8'));
+  JSON.parse(readFileSync(`${PUBLIC_FIXTURES}fhir/${name}`, 'utf8'));
 
 describe('parseNotification', () => {
   it('reads the R4 backport full-resource example', () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { SHARED_FIXTURES } from '../../../support/shared-fixtures.ts';
+import { PUBLIC_FIXTURES } from '../../../support/public-fixtures.ts';
 
-export const FIXTURES = `${SHARED_FIXTURES}fhir`;
+export const FIXTURES = `${PUBLIC_FIXTURES}fhir`;
 
 export function fixture(name: string): Record<string, unknown> {
   return JSON.parse(readFileSync(`${FIXTURES}/${name}`, 'utf8')) as Record<string, unknown>;

@@ -18,11 +18,11 @@ import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
-import { SHARED_FIXTURES } from '../../../support/shared-fixtures.ts';
+import { PUBLIC_FIXTURES } from '../../../support/public-fixtures.ts';
 import { ingestStack } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'hl7v2-test-token-0123456789';
-export const FIXTURE_DIR = `${SHARED_FIXTURES}hl7v2/`;
+export const FIXTURE_DIR = `${PUBLIC_FIXTURES}hl7v2/`;
 
 export function fixtureNames(): string[] {
   return readdirSync(FIXTURE_DIR)
