@@ -7,6 +7,7 @@ import {
   cliProcess,
   clearRedis,
   freePort,
+  processCpuMs,
   processMemory,
   waitForHttp,
 } from '../support/processes.ts';
@@ -34,6 +35,12 @@ export interface MllpResult {
   acks: Record<string, number>;
   latency_ms: Summary;
   ingest_rss_mib: number | null;
+  /**
+   * CPU time per AA-answered message of the ingest process and of the private redis-server
+   * (null with a shared Redis): steadier than the rate on a busy machine.
+   */
+  ingest_cpu_ms_per_message: number | null;
+  redis_cpu_ms_per_message: number | null;
 }
 
 const TOKEN = 'bench-mllp-token-0123456789abcdef';
@@ -162,7 +169,15 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
       throw new Error(`mllp: the bench message was not accepted: ${JSON.stringify(warm.acks)}`);
     }
     ctx.say(`mllp: ${settings.connections} connections for ${settings.seconds} s`);
+    const cpuBefore = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
     const measured = await run(settings.connections, settings.seconds);
+    const cpuAfter = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
+    const perMessage = (i: number) => {
+      const [before, after] = [cpuBefore[i], cpuAfter[i]];
+      const answered = measured.acks.AA ?? 0;
+      if (before === undefined || after === undefined || answered === 0) return null;
+      return round((after - before) / answered, 4);
+    };
     const rss = processMemory(proc.pid);
     return {
       settings: {
@@ -179,6 +194,8 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
       acks: measured.acks,
       latency_ms: summarize(measured.latencies),
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
+      ingest_cpu_ms_per_message: perMessage(0),
+      redis_cpu_ms_per_message: perMessage(1),
     };
   } finally {
     for (const s of senders) s.close();

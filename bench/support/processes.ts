@@ -49,6 +49,23 @@ export function processMemory(pid: number): { rss: number; peak: number } | unde
   }
 }
 
+/**
+ * CPU time a process has used so far (user + system, milliseconds), from /proc/PID/stat; the
+ * kernel counts it in clock ticks (100 per second on Linux), so the figure moves in 10 ms steps.
+ */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces: count from its closing parenthesis. utime and
+    // stime are fields 14 and 15, the 12th and 13th after the name.
+    const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A child process whose recent output lines are kept for error reports. */
 export class ChildProc {
   readonly child: ChildProcess;

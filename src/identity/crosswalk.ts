@@ -12,7 +12,7 @@ return {ARGV[1], 1}
 `;
 
 /** Successive merges followed by {@link Crosswalk.findCurrent} (a loop ends there). */
-const MAX_MERGE_HOPS = 16;
+export const MAX_MERGE_HOPS = 16;
 
 /** A crosswalk entry to be created by a script: see {@link Crosswalk.plan}. */
 export interface CrosswalkPlan {

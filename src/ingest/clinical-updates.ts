@@ -1,4 +1,4 @@
-import type { Crosswalk, CrosswalkPlan } from '../identity/crosswalk.ts';
+import { MAX_MERGE_HOPS, type Crosswalk, type CrosswalkPlan } from '../identity/crosswalk.ts';
 import { categoriesFromRules, type PresetRule } from '../presets/rules.ts';
 import { problemListCategories, type ProblemListMode } from '../presets/problem-list.ts';
 import { applyClinicalChanges } from '../records/apply-clinical-changes.ts';
@@ -7,7 +7,12 @@ import type { ClinicalRecord } from '../records/clinical-record.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import type { ProblemTerminology } from '../terminology/problem-terminology.ts';
 import { CommitConflictError } from './errors/commit-conflict-error.ts';
-import type { CommitInput, UpdateCommitter } from './update-committer.ts';
+import {
+  queriesAreFresh,
+  type CommitInput,
+  type StoredState,
+  type UpdateCommitter,
+} from './update-committer.ts';
 
 export interface ClinicalUpdatesOptions {
   crosswalk: Crosswalk;
@@ -88,6 +93,34 @@ export class ClinicalUpdates {
     return { patientServiceId: newPatient.patientServiceId, newPatient };
   }
 
+  /**
+   * The patient a local id's updates go to, with what the commit would read of it (one pipelined
+   * round trip after the crosswalk lookup), following merges to the survivor; or a plan to create
+   * the patient in the commit (a patient never seen).
+   */
+  async #current(localId: string): Promise<{
+    patientServiceId: string;
+    newPatient?: CrosswalkPlan;
+    stored?: StoredState;
+  }> {
+    let patientServiceId = await this.#o.crosswalk.find(localId);
+    if (patientServiceId === undefined) {
+      const newPatient = this.#o.crosswalk.plan(localId);
+      return { patientServiceId: newPatient.patientServiceId, newPatient };
+    }
+    for (let hop = 0; ; hop++) {
+      const stored = await this.#o.committer.storedState(
+        patientServiceId,
+        this.#o.crosswalk.retiredKeyOf(patientServiceId),
+      );
+      // A retired (merged) local id leads to its survivor: it gets no record or query of its own.
+      if (stored.survivor === undefined || hop >= MAX_MERGE_HOPS) {
+        return { patientServiceId, stored };
+      }
+      patientServiceId = stored.survivor;
+    }
+  }
+
   /** Commits, re-reading and recomputing when another writer got there first. */
   async #commitWithRetry(
     attempt: () => Promise<
@@ -153,8 +186,9 @@ export class ClinicalUpdates {
     update: ClinicalUpdate,
   ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
     return this.#commitWithRetry(async () => {
-      const { patientServiceId, newPatient } = await this.#patient(update.localId);
-      const { version, clinical } = await this.#o.records.readClinical(patientServiceId);
+      const { patientServiceId, newPatient, stored } = await this.#current(update.localId);
+      const version = stored?.version ?? 0;
+      const clinical = this.#o.records.openClinical(patientServiceId, stored?.sealedClinical);
       // Terminology (src/terminology/): mapped ICD-10-CM codings are stored in the items.
       const changes =
         this.#o.terminology === undefined
@@ -168,14 +202,23 @@ export class ClinicalUpdates {
       }
       if (!next.changed) {
         // The record is as it was: its queries open again only if they are stale (new presets,
-        // or never opened for this version). No work for nothing.
+        // or never opened for this version). No work for nothing: when what was just read shows
+        // they are not, not even the commit script runs.
+        const extraCategories = categoriesFromRules(this.#o.rules, update.kinds);
+        const problemList = this.#o.problemList.enabled
+          ? problemListCategories(clinical, this.#o.problemList.categories)
+          : undefined;
+        if (stored !== undefined && queriesAreFresh(stored, problemList, extraCategories)) {
+          this.#o.committer.countUnchanged();
+          return { unchanged: { patientServiceId, version } };
+        }
         return {
           patientServiceId,
           record: { kind: 'keep' },
           onlyIfStale: true,
           eventId: update.eventId,
           now: this.#now(),
-          extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
+          extraCategories,
         };
       }
       return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, version, {

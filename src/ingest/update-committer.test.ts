@@ -5,6 +5,7 @@ import { isolatedRedis } from '../../test/support/redis.ts';
 import { samplePatient } from '../../test/support/sample-patient.ts';
 import { optOutKey } from '../privacy/patient-consent.ts';
 import { emptyClinicalRecord } from '../records/clinical-record.ts';
+import { queriesAreFresh } from './update-committer.ts';
 
 const NOW = new Date('2026-11-20T08:00:00Z');
 
@@ -274,5 +275,95 @@ describe('UpdateCommitter (real Redis): one script per message', () => {
       await commit('e5', { record: put(psid, { ...samplePatient, demographics: { age: 58 } }) }),
     ).toMatchObject({ status: 'ok', version: 2 });
     expect(await stack.records.version(psid)).toBe(2);
+  });
+
+  it('queriesAreFresh(storedState) says exactly what the script would answer (unchanged or not)', async () => {
+    const plan = stack.crosswalk.plan('MRN-FRESH');
+    const psid = plan.patientServiceId;
+    const retired = stack.crosswalk.retiredKeyOf(psid);
+    const clinical = (version: number) => ({
+      kind: 'clinical' as const,
+      sealed: stack.records.sealClinical(psid, emptyClinicalRecord()),
+      expectedVersion: version,
+    });
+    let n = 0;
+    // The fast answer first, then the script's answer to a 'keep' of the same record.
+    const both = async (problemList: string[] | undefined, extra: string[] = []) => {
+      const state = await stack.committer.storedState(psid, retired);
+      const fresh = queriesAreFresh(state, problemList, extra);
+      const result = await stack.committer.commit({
+        patientServiceId: psid,
+        record: { kind: 'keep' },
+        onlyIfStale: true,
+        eventId: `k${(n += 1)}`,
+        now: NOW,
+        extraCategories: extra,
+        ...(problemList === undefined ? {} : { problemList }),
+      });
+      return { fresh, script: result.status };
+    };
+    await stack.presets.put(psid, 'END002', 'registered', NOW);
+    await stack.committer.commit({
+      patientServiceId: psid,
+      newPatient: plan,
+      record: clinical(0),
+      eventId: 'e1',
+      now: NOW,
+      extraCategories: [],
+      problemList: ['CIR007'],
+    });
+    // Opened for END002 (registered) and CIR007 (problem list) on version 1.
+    expect(await both(['CIR007'])).toEqual({ fresh: true, script: 'unchanged' });
+    // The problem list of the record names a category with no preset yet.
+    expect(await both(['CIR007', 'RSP009'])).toEqual({ fresh: false, script: 'ok' });
+    expect(await both(['CIR007', 'RSP009'])).toEqual({ fresh: true, script: 'unchanged' });
+    // A problem-list preset the record no longer names is removed by the script.
+    expect(await both(['CIR007'])).toEqual({ fresh: false, script: 'ok' });
+    expect(await both(['CIR007'])).toEqual({ fresh: true, script: 'unchanged' });
+    // Without problem-list presets (disabled), the presets are as they are.
+    expect(await both(undefined)).toEqual({ fresh: true, script: 'unchanged' });
+    // A registered preset added since.
+    await stack.presets.put(psid, 'ABC001', 'registered', NOW);
+    expect(await both(['CIR007'])).toEqual({ fresh: false, script: 'ok' });
+    // Extra categories (preset rules) join the fingerprint after the sorted presets.
+    expect(await both(['CIR007'], ['MBD002'])).toEqual({ fresh: false, script: 'ok' });
+    expect(await both(['CIR007'], ['MBD002'])).toEqual({ fresh: true, script: 'unchanged' });
+    expect(await both(['CIR007'], ['END002'])).toEqual({ fresh: false, script: 'ok' });
+    // Categories sort by bytes, as Lua's table.sort does ('Z' before 'a').
+    await stack.presets.put(psid, 'a-local', 'registered', NOW);
+    await stack.presets.put(psid, 'Z-local', 'registered', NOW);
+    expect(await both(['CIR007'])).toEqual({ fresh: false, script: 'ok' });
+    expect(await both(['CIR007'])).toEqual({ fresh: true, script: 'unchanged' });
+    // Opted out: never fresh (the script decides), and no query opens.
+    await env.redis.set(optOutKey(env.prefix, psid), NOW.toISOString());
+    expect(await both(['CIR007'])).toEqual({ fresh: false, script: 'ok' });
+    await env.redis.del(optOutKey(env.prefix, psid));
+    // A new version (the record changed): its queries opened with it, so the same again is fresh.
+    await stack.committer.commit({
+      patientServiceId: psid,
+      record: clinical(1),
+      eventId: 'e2',
+      now: NOW,
+      extraCategories: [],
+      problemList: ['CIR007'],
+    });
+    const state = await stack.committer.storedState(psid, retired);
+    expect(state).toMatchObject({ version: 2, optedOut: false, survivor: undefined });
+    expect(await both(['CIR007'])).toEqual({ fresh: true, script: 'unchanged' });
+  });
+
+  it('storedState names the survivor of a retired patient', async () => {
+    const psid = stack.crosswalk.plan('MRN-RETIRED').patientServiceId;
+    const retired = stack.crosswalk.retiredKeyOf(psid);
+    expect(await stack.committer.storedState(psid, retired)).toEqual({
+      version: 0,
+      sealedClinical: undefined,
+      queriesOpened: undefined,
+      presets: {},
+      optedOut: false,
+      survivor: undefined,
+    });
+    await env.redis.set(retired, 'the-survivor');
+    expect((await stack.committer.storedState(psid, retired)).survivor).toBe('the-survivor');
   });
 });

@@ -7,6 +7,7 @@ import { optOutKey } from '../privacy/patient-consent.ts';
 import { queryJobId, queryJobIdPrefix } from '../queries/query-job.ts';
 import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from '../queries/query-outbox.ts';
 import { MAX_TRIGGER_IDS } from '../queries/query-state.ts';
+import { LuaScript } from '../queues/lua-script.ts';
 import type { ScheduledQuery } from '../queries/query-scheduler.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
@@ -23,7 +24,7 @@ import { IngestMetrics } from './ingest-metrics.ts';
  * `{'missing'}` (no record to run on), `{'unchanged', version}` (the same record, its queries
  * already opened), or `{'ok', version, opted_out, {category, seq, coalesced…}}`.
  */
-const COMMIT = `${SCHEDULE_QUERY_LUA}
+const COMMIT = new LuaScript(`${SCHEDULE_QUERY_LUA}
 local mode = ARGV[1]
 -- A record identical to the stored one (same content HMAC) changes nothing: it is a 'keep' that
 -- opens queries only if they are stale (see below).
@@ -148,7 +149,7 @@ if idem_ttl > 0 then
   redis.call('SET', KEYS[3], answer, 'EX', idem_ttl)
 end
 return {'ok', version, opted_out, scheduled}
-`;
+`);
 
 /** How the message changes the record. */
 export type RecordWrite =
@@ -204,6 +205,70 @@ export type CommitResult =
   | { status: 'duplicate'; answer: unknown }
   | { status: 'conflict' }
   | { status: 'missing' };
+
+/**
+ * What the commit script reads of a known patient, read in one round trip before the commit: the
+ * record hash's version, sealed clinical record and query stamp (`q_version`, `q_categories`), the
+ * presets, the opt-out flag, and the survivor a merge retired the patient into (if it was).
+ */
+export interface StoredState {
+  version: number;
+  /** The sealed clinical record (`RecordStore.openClinical` opens it), absent when none. */
+  sealedClinical: string | undefined;
+  /** The version and categories the stored version's queries were opened for. */
+  queriesOpened: { version: number; categories: string } | undefined;
+  /** Preset category -> its stored value (`{source, created_at}` as JSON). */
+  presets: Record<string, string>;
+  optedOut: boolean;
+  /** Set when a merge retired this patient: updates go to this service id instead. */
+  survivor: string | undefined;
+}
+
+/**
+ * True when a message that leaves the record as it was would open no query: the commit script's
+ * "no work for nothing" answer (`unchanged`) computed from a {@link StoredState}, so that the
+ * script need not run. It mirrors the script: the problem-list presets already match the record,
+ * and the stored version's queries were opened for exactly these categories (presets, sorted, then
+ * the update's extra categories). An opted-out patient is never fresh (the script decides).
+ */
+export function queriesAreFresh(
+  state: StoredState,
+  problemList: readonly string[] | undefined,
+  extraCategories: readonly string[],
+): boolean {
+  if (state.optedOut || state.queriesOpened?.version !== state.version) return false;
+  if (problemList !== undefined) {
+    const wanted = new Set(problemList);
+    if (problemList.some((category) => !(category in state.presets))) return false;
+    for (const [category, value] of Object.entries(state.presets)) {
+      if (!wanted.has(category) && presetSource(value) === 'problem_list') return false;
+    }
+  }
+  const categories = Object.keys(state.presets).sort(byteOrder);
+  const seen = new Set(categories);
+  for (const category of extraCategories) {
+    if (!seen.has(category)) {
+      seen.add(category);
+      categories.push(category);
+    }
+  }
+  return categories.join(',') === state.queriesOpened.categories;
+}
+
+/** Lua's `table.sort` on strings compares bytes. */
+const byteOrder = (a: string, b: string) =>
+  Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+function presetSource(value: string): unknown {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return typeof parsed === 'object' && parsed !== null && 'source' in parsed
+      ? parsed.source
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface UpdateCommitterOptions {
   redis: Redis;
@@ -263,6 +328,40 @@ export class UpdateCommitter {
     });
   }
 
+  /**
+   * The {@link StoredState} of a known patient, in one pipelined round trip (all its keys share
+   * the patient's hash tag). `retiredKey` is `Crosswalk.retiredKeyOf(patientServiceId)`.
+   */
+  async storedState(patientServiceId: string, retiredKey: string): Promise<StoredState> {
+    const { redis, prefix, records, presets } = this.#o;
+    const replies = await redis
+      .pipeline()
+      .hmget(records.keyOf(patientServiceId), 'version', 'clinical', 'q_version', 'q_categories')
+      .hgetall(presets.keyOf(patientServiceId))
+      .exists(optOutKey(prefix, patientServiceId))
+      .get(retiredKey)
+      .exec();
+    const results = (replies ?? []).map(([error, value]) => {
+      if (error) throw error;
+      return value;
+    });
+    const [version, clinical, qVersion, qCategories] = results[0] as (string | null)[];
+    return {
+      version: Number(version ?? 0),
+      sealedClinical: clinical ?? undefined,
+      queriesOpened:
+        qVersion == null ? undefined : { version: Number(qVersion), categories: qCategories ?? '' },
+      presets: results[1] as Record<string, string>,
+      optedOut: Number(results[2]) === 1,
+      survivor: (results[3] as string | null) ?? undefined,
+    };
+  }
+
+  /** Counts an update answered unchanged without running the script (see {@link queriesAreFresh}). */
+  countUnchanged(): void {
+    this.#o.onUnchanged?.();
+  }
+
   async commit(input: CommitInput): Promise<CommitResult> {
     const { redis, prefix, records, presets, idempotency } = this.#o;
     const psid = input.patientServiceId;
@@ -306,7 +405,7 @@ export class UpdateCommitter {
       input.onlyIfStale === true ? '1' : '0',
       input.merge?.retiredKey === undefined ? '0' : '1',
     ];
-    const reply = (await redis.eval(COMMIT, keys.length, ...keys, ...args)) as unknown[];
+    const reply = (await COMMIT.run(redis, keys, args)) as unknown[];
     switch (reply[0]) {
       case 'duplicate':
         return { status: 'duplicate', answer: JSON.parse(String(reply[1])) as unknown };

@@ -85,6 +85,13 @@ export class RecordStore {
     return this.#keys.seal(JSON.stringify(clinical), `clin:${patientServiceId}`);
   }
 
+  /** Opens a sealed clinical record of the patient (empty when `sealed` is undefined). */
+  openClinical(patientServiceId: string, sealed: string | undefined): ClinicalRecord {
+    return sealed === undefined
+      ? emptyClinicalRecord()
+      : ClinicalRecordSchema.parse(this.#open(patientServiceId, sealed, 'clin'));
+  }
+
   /** The version and clinical record (empty when none is stored), read together. */
   async readClinical(
     patientServiceId: string,
