@@ -132,34 +132,31 @@ describe('validateManifest', () => {
     };
     expect(messages(validateManifest(monitor))).toEqual(['spec.endpoints.0: port or targetPort']);
 
-    const rule = {
+    const rule = (duration: string) => ({
       apiVersion: 'monitoring.coreos.com/v1',
       kind: 'PrometheusRule',
       metadata: { name: 'cw' },
-      spec: { groups: [{ name: 'g', rules: [{ alert: 'A', for: '5 minutes', expr: 'up == 0' }] }] },
-    };
-    expect(messages(validateManifest(rule))).toHaveLength(1);
-    rule.spec.groups[0]!.rules[0]!.for = '5m';
-    expect(validateManifest(rule)).toEqual([]);
+      spec: { groups: [{ name: 'g', rules: [{ alert: 'A', for: duration, expr: 'up == 0' }] }] },
+    });
+    expect(messages(validateManifest(rule('5 minutes')))).toEqual([
+      'spec.groups.0.rules.0.for: a Prometheus duration (30s, 5m)',
+    ]);
+    expect(validateManifest(rule('5m'))).toEqual([]);
 
-    const scaled = {
+    const scaled = (metadata: Record<string, unknown>) => ({
       apiVersion: 'keda.sh/v1alpha1',
       kind: 'ScaledObject',
       metadata: { name: 'cw' },
-      spec: {
-        scaleTargetRef: { name: 'cw-worker' },
-        triggers: [{ type: 'redis', metadata: { address: 'redis:6379', listLength: '5' } }],
-      },
-    };
-    expect(messages(validateManifest(scaled))).toEqual([
+      spec: { scaleTargetRef: { name: 'cw-worker' }, triggers: [{ type: 'redis', metadata }] },
+    });
+    expect(messages(validateManifest(scaled({ address: 'redis:6379', listLength: '5' })))).toEqual([
       'spec.triggers.0.metadata: redis trigger needs listName',
     ]);
-    scaled.spec.triggers[0]!.metadata = {
-      address: 'redis:6379',
-      listName: '{cw}:q:wait',
-      listLength: 5,
-    } as never;
-    expect(messages(validateManifest(scaled))).toEqual([
+    const listName = '{cw}:q:wait';
+    expect(validateManifest(scaled({ address: 'r:6379', listName, listLength: '5' }))).toEqual([]);
+    expect(
+      messages(validateManifest(scaled({ address: 'r:6379', listName, listLength: 5 }))),
+    ).toEqual([
       'spec.triggers.0.metadata.listLength: Invalid input: expected string, received number',
     ]);
   });
@@ -172,7 +169,9 @@ describe('crossProblems', () => {
       'targetPort http is not a port of its pods',
     ]);
     const stray = service();
-    (stray as { spec: { selector: Record<string, string> } }).spec.selector = { app: 'other' };
+    (stray as unknown as { spec: { selector: Record<string, string> } }).spec.selector = {
+      app: 'other',
+    };
     expect(messages(crossProblems([deployment(), stray]))).toEqual([
       'selects no pods of the chart',
     ]);

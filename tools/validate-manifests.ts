@@ -118,6 +118,14 @@ const RecordingRule = z.strictObject({
   expr: z.string().min(1),
   labels: labelMap.optional(),
 });
+/** An alerting rule when it has `alert`, else a recording rule: each with its own messages. */
+const Rule = z.unknown().superRefine((rule, ctx) => {
+  const isAlert = typeof rule === 'object' && rule !== null && 'alert' in rule;
+  const parsed = (isAlert ? AlertingRule : RecordingRule).safeParse(rule);
+  if (parsed.success) return;
+  for (const issue of parsed.error.issues)
+    ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+});
 const PrometheusRuleSpec = z.strictObject({
   groups: z
     .array(
@@ -125,7 +133,7 @@ const PrometheusRuleSpec = z.strictObject({
         name: z.string().min(1),
         interval: duration.optional(),
         limit: z.number().int().optional(),
-        rules: z.array(z.union([AlertingRule, RecordingRule])).min(1),
+        rules: z.array(Rule).min(1),
       }),
     )
     .min(1),
