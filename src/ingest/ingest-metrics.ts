@@ -29,6 +29,7 @@ export class IngestMetrics {
   readonly #events: Counter<'source' | 'outcome'>;
   readonly #queries: Counter<'kind'>;
   readonly #unchanged: Counter;
+  readonly #stored: Counter;
   readonly #sources = new Set<string>();
 
   constructor(registry: Registry) {
@@ -50,6 +51,12 @@ export class IngestMetrics {
       'Record updates that left the record as it was and opened no query (its queries already ran).',
       [],
     );
+    this.#stored = counter(
+      registry,
+      'cw_record_updates_stored_total',
+      'Record updates stored in Redis, from every feed (JSON, HL7 v2, FHIR), unchanged ones included: a flat rate means the feeds went silent.',
+      [],
+    );
   }
 
   #sourceLabel(source: unknown): string {
@@ -67,6 +74,10 @@ export class IngestMetrics {
 
   countUnchanged(): void {
     this.#unchanged.inc();
+  }
+
+  countStored(): void {
+    this.#stored.inc();
   }
 
   countQuery(coalesced: boolean): void {

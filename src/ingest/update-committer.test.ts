@@ -275,6 +275,10 @@ describe('UpdateCommitter (real Redis): one script per message', () => {
       await commit('e5', { record: put(psid, { ...samplePatient, demographics: { age: 58 } }) }),
     ).toMatchObject({ status: 'ok', version: 2 });
     expect(await stack.records.version(psid)).toBe(2);
+    // Every update stored counts for the feed-silence signal (e1, e2, e3, e4, e5), a duplicate not.
+    expect(await registry.getSingleMetricAsString('cw_record_updates_stored_total')).toContain(
+      'cw_record_updates_stored_total 5',
+    );
   });
 
   it('queriesAreFresh(storedState) says exactly what the script would answer (unchanged or not)', async () => {

@@ -288,6 +288,11 @@ export interface UpdateCommitterOptions {
   onQuery?: (coalesced: boolean) => void;
   /** Counts each update that changed nothing and opened no query (`cw_updates_unchanged_total`). */
   onUnchanged?: () => void;
+  /**
+   * Counts each update stored, whatever its feed, unchanged ones included
+   * (`cw_record_updates_stored_total`: the feed-silence signal).
+   */
+  onStored?: () => void;
 }
 
 /** Applies one message's changes in one Redis script: see {@link COMMIT}. */
@@ -325,6 +330,7 @@ export class UpdateCommitter {
       retentionSeconds: config.privacy.record_retention_days * 86_400,
       onQuery: (coalesced) => metrics.countQuery(coalesced),
       onUnchanged: () => metrics.countUnchanged(),
+      onStored: () => metrics.countStored(),
     });
   }
 
@@ -415,6 +421,7 @@ export class UpdateCommitter {
         return { status: 'missing' };
       case 'unchanged':
         this.#o.onUnchanged?.();
+        this.#o.onStored?.();
         return { status: 'unchanged', version: Number(reply[1]) };
     }
     const flat = reply[3] as (string | number)[];
@@ -429,6 +436,7 @@ export class UpdateCommitter {
       });
       this.#o.onQuery?.(coalesced);
     }
+    this.#o.onStored?.();
     return { status: 'ok', version: Number(reply[1]), optedOut: Number(reply[2]) === 1, queries };
   }
 }

@@ -4,6 +4,8 @@ import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../tools/local-redis.ts';
 import { isolatedRedis } from '../../test/support/redis.ts';
+import { AuthPause } from '../queues/auth-pause.ts';
+import { redisAnswers } from '../queues/redis-connections.ts';
 import { PipelineMetrics, QUEUE_JOB_STATES } from './pipeline-metrics.ts';
 
 type Isolated = Awaited<ReturnType<typeof isolatedRedis>>;
@@ -13,6 +15,14 @@ async function gauge(registry: Registry): Promise<Record<string, number>> {
   if (metric === undefined) throw new Error('cw_queue_jobs is not registered');
   const { values } = await metric.get();
   return Object.fromEntries(values.map((v) => [`${v.labels.queue}/${v.labels.state}`, v.value]));
+}
+
+/** A gauge's series by its `queue` label (`''` for a gauge without labels). */
+async function byQueue(registry: Registry, name: string): Promise<Record<string, number>> {
+  const metric = registry.getSingleMetric(name);
+  if (metric === undefined) throw new Error(`${name} is not registered`);
+  const { values } = await metric.get();
+  return Object.fromEntries(values.map((v) => [String(v.labels.queue ?? ''), v.value]));
 }
 
 describe('PipelineMetrics', () => {
@@ -128,5 +138,98 @@ describe('PipelineMetrics', () => {
         v.labels.endpoint === 'POST /v1/concordance',
     );
     expect(sum?.value).toBe(1.5);
+  });
+
+  it('reads cw_queue_oldest_waiting_seconds from the wait list on every scrape: 0 when none waits', async () => {
+    const registry = new Registry();
+    const metrics = new PipelineMetrics(registry);
+    const queries = queue('concordance-queries');
+    const results = queue('concordance-results');
+    metrics.watchQueues(queries, results);
+    expect(await byQueue(registry, 'cw_queue_oldest_waiting_seconds')).toEqual({
+      'concordance-queries': 0,
+      'concordance-results': 0,
+    });
+
+    // Created two minutes ago (BullMQ keeps the creation time), then a newer one; a delayed job
+    // does not wait for a worker yet and is not counted.
+    const created = Date.now() - 120_000;
+    await queries.add('q', {}, { timestamp: created });
+    await queries.add('q', {});
+    await results.add('r', {}, { delay: 600_000, timestamp: created - 60_000 });
+    const before = Date.now();
+    const values = await byQueue(registry, 'cw_queue_oldest_waiting_seconds');
+    const after = Date.now();
+    expect(values['concordance-queries']).toBeGreaterThanOrEqual((before - created) / 1_000);
+    expect(values['concordance-queries']).toBeLessThanOrEqual((after - created) / 1_000);
+    expect(values['concordance-results']).toBe(0);
+  });
+
+  it('leaves a queue whose Redis does not answer out of cw_queue_oldest_waiting_seconds', async () => {
+    const registry = new Registry();
+    const metrics = new PipelineMetrics(registry);
+    const unreachable = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      lazyConnect: true,
+    });
+    unreachable.on('error', () => undefined);
+    closers.push(async () => unreachable.disconnect());
+    const dead = new Queue('dead-queue', { connection: unreachable, prefix: redis.prefix });
+    dead.on('error', () => undefined);
+    closers.unshift(() => dead.close().catch(() => undefined));
+    metrics.watchQueues(dead, queue('concordance-results'));
+    expect(await byQueue(registry, 'cw_queue_oldest_waiting_seconds')).toEqual({
+      'concordance-results': 0,
+    });
+  });
+
+  it('reports cw_queue_auth_paused from the auth-pause flag on every scrape, until unwatched', async () => {
+    const registry = new Registry();
+    const ingest = new PipelineMetrics(registry);
+    const work = new PipelineMetrics(registry);
+    const queries = queue('concordance-queries');
+    const pause = new AuthPause(queries, redis.redis, redis.prefix);
+    const unwatchA = ingest.watchAuthPause(queries.name, () => pause.isPaused());
+    const unwatchB = work.watchAuthPause(queries.name, () => pause.isPaused());
+    expect(await byQueue(registry, 'cw_queue_auth_paused')).toEqual({ 'concordance-queries': 0 });
+
+    expect(await pause.pause('ERR_SERVICE_AUTH')).toBe(true);
+    expect(await byQueue(registry, 'cw_queue_auth_paused')).toEqual({ 'concordance-queries': 1 });
+    // An operator's own pause is not the auth pause.
+    expect(await pause.resumeIfPaused()).toBe(true);
+    await queries.pause();
+    expect(await byQueue(registry, 'cw_queue_auth_paused')).toEqual({ 'concordance-queries': 0 });
+
+    unwatchA();
+    unwatchB();
+    expect(await byQueue(registry, 'cw_queue_auth_paused')).toEqual({});
+  });
+
+  it('reports cw_redis_up: 1 when every watched connection answers a PING, 0 when one does not', async () => {
+    const registry = new Registry();
+    const ingest = new PipelineMetrics(registry);
+    const work = new PipelineMetrics(registry);
+    const unwatchLive = ingest.watchRedis(() => redisAnswers(redis.redis));
+    expect(await byQueue(registry, 'cw_redis_up')).toEqual({ '': 1 });
+
+    const unreachable = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      lazyConnect: true,
+    });
+    unreachable.on('error', () => undefined);
+    closers.push(async () => unreachable.disconnect());
+    const unwatchDead = work.watchRedis(() => redisAnswers(unreachable, 200));
+    expect(await byQueue(registry, 'cw_redis_up')).toEqual({ '': 0 });
+    // A probe that throws counts as down too.
+    unwatchDead();
+    const unwatchThrowing = work.watchRedis(() => Promise.reject(new Error('no connection')));
+    expect(await byQueue(registry, 'cw_redis_up')).toEqual({ '': 0 });
+    unwatchThrowing();
+    expect(await byQueue(registry, 'cw_redis_up')).toEqual({ '': 1 });
+    unwatchLive();
   });
 });

@@ -13,11 +13,24 @@ export type FinishedOutcome =
 /** What a delivery attempt came to. */
 export type DeliveryOutcome = 'delivered' | 'retried' | 'dead_lettered' | 'suppressed';
 
-/** A queue the `cw_queue_jobs` gauge reads (a BullMQ `Queue` is one). */
+/** A queue the `cw_queue_jobs` and `cw_queue_oldest_waiting_seconds` gauges read (a BullMQ `Queue` is one). */
 export interface CountedQueue {
   readonly name: string;
   getJobCounts(...types: JobType[]): Promise<Record<string, number>>;
+  /** BullMQ's `getJobs(['wait'], 0, 0, true)`: the oldest waiting job (its `timestamp` is its creation). */
+  getJobs(
+    types: JobType[],
+    start: number,
+    end: number,
+    asc: boolean,
+  ): Promise<readonly ({ timestamp: number } | undefined)[]>;
 }
+
+/** Answers whether a queue is paused because the service refused the API key (`AuthPause.isPaused`). */
+export type AuthPauseProbe = () => Promise<boolean>;
+
+/** Answers whether Redis answers (a PING within a timeout, e.g. `redisAnswers`). */
+export type RedisProbe = () => Promise<boolean>;
 
 /** The job states `cw_queue_jobs` reports, every one of them on every scrape (zeros included). */
 export const QUEUE_JOB_STATES = [
@@ -40,34 +53,53 @@ export interface ServiceResponse {
   durationMs: number;
 }
 
-/**
- * The queues each registry's gauge reads. Kept per registry, not per {@link PipelineMetrics}: two
- * roles of one process (ingest and work in `start`) share the gauge and each adds its queues.
- */
-const watchedQueues = new WeakMap<Registry, Set<CountedQueue>>();
-
-function queuesOf(registry: Registry): Set<CountedQueue> {
-  let queues = watchedQueues.get(registry);
-  if (queues === undefined) {
-    queues = new Set();
-    watchedQueues.set(registry, queues);
-  }
-  return queues;
+/** What the gauges read on a scrape, added by the roles of one process. */
+interface Watched {
+  queues: Set<CountedQueue>;
+  /** Probes by queue name (several roles may watch one queue). */
+  authPauses: Set<{ queue: string; probe: AuthPauseProbe }>;
+  redis: Set<RedisProbe>;
 }
 
-async function countsWithin(queue: CountedQueue, ms: number): Promise<Record<string, number>> {
+/**
+ * What each registry's gauges read. Kept per registry, not per {@link PipelineMetrics}: two
+ * roles of one process (ingest and work in `start`) share the gauges and each adds its queues.
+ */
+const watchedBy = new WeakMap<Registry, Watched>();
+
+function watchedOf(registry: Registry): Watched {
+  let watched = watchedBy.get(registry);
+  if (watched === undefined) {
+    watched = { queues: new Set(), authPauses: new Set(), redis: new Set() };
+    watchedBy.set(registry, watched);
+  }
+  return watched;
+}
+
+/** `work` within `ms`, else rejects (Redis may hang: a scrape must not). */
+async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`no job counts of ${queue.name} within ${ms} ms`)),
-      ms,
-    );
+    timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);
   });
   try {
-    return await Promise.race([queue.getJobCounts(...QUEUE_JOB_STATES), late]);
+    return await Promise.race([work, late]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** One queue per name (two roles may watch the same queue through two objects). */
+function byName(queues: Set<CountedQueue>): CountedQueue[] {
+  const out = new Map<string, CountedQueue>();
+  for (const queue of queues) if (!out.has(queue.name)) out.set(queue.name, queue);
+  return [...out.values()];
+}
+
+/** Age in seconds of the oldest job waiting to be picked up (0 when none waits). */
+export async function oldestWaitingSeconds(queue: CountedQueue, now = Date.now()): Promise<number> {
+  const [oldest] = await queue.getJobs(['wait'], 0, 0, true);
+  return oldest === undefined ? 0 : Math.max(0, (now - oldest.timestamp) / 1_000);
 }
 
 /**
@@ -91,6 +123,12 @@ export class PipelineMetrics {
   readonly queueJobs: Gauge<'queue' | 'state'>;
   /** Free text kept from the service, by kind (see `FreeTextKind` in strip-free-text.ts). */
   readonly freeTextRemoved: Counter<'kind'>;
+  /** Age of each watched queue's oldest waiting job, read from Redis on every scrape. */
+  readonly oldestWaiting: Gauge<'queue'>;
+  /** 1 while a queue is paused because the service refused the API key, read on every scrape. */
+  readonly authPaused: Gauge<'queue'>;
+  /** 1 when Redis answered a PING on this scrape, else 0. */
+  readonly redisUp: Gauge;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -227,8 +265,9 @@ export class PipelineMetrics {
           registers,
         }),
     );
-    const queues = queuesOf(registry);
-    this.#queues = queues;
+    const watched = watchedOf(registry);
+    const queues = watched.queues;
+    this.#watched = watched;
     this.queueJobs = reuse(
       registry,
       'cw_queue_jobs',
@@ -241,12 +280,14 @@ export class PipelineMetrics {
           // Read on scrape, so the numbers are Redis's, not this process's view. A queue whose
           // counts do not come (Redis unreachable) is left out rather than reported stale.
           async collect() {
-            const byName = new Map<string, CountedQueue>();
-            for (const queue of queues) if (!byName.has(queue.name)) byName.set(queue.name, queue);
             const read = await Promise.all(
-              [...byName.values()].map(async (queue) => ({
+              byName(queues).map(async (queue) => ({
                 name: queue.name,
-                counts: await countsWithin(queue, QUEUE_COUNT_TIMEOUT_MS).catch(() => null),
+                counts: await within(
+                  queue.getJobCounts(...QUEUE_JOB_STATES),
+                  QUEUE_COUNT_TIMEOUT_MS,
+                  `job counts of ${queue.name}`,
+                ).catch(() => null),
               })),
             );
             // Replaced in one synchronous step, so that two scrapes at once never mix.
@@ -259,19 +300,113 @@ export class PipelineMetrics {
           },
         }),
     );
+    this.oldestWaiting = reuse(
+      registry,
+      'cw_queue_oldest_waiting_seconds',
+      () =>
+        new Gauge({
+          name: 'cw_queue_oldest_waiting_seconds',
+          help: 'Age of the oldest job waiting for a worker in each queue (0 when none waits), read from Redis on every scrape.',
+          labelNames: ['queue'],
+          registers,
+          async collect() {
+            const now = Date.now();
+            const read = await Promise.all(
+              byName(queues).map(async (queue) => ({
+                name: queue.name,
+                seconds: await within(
+                  oldestWaitingSeconds(queue, now),
+                  QUEUE_COUNT_TIMEOUT_MS,
+                  `oldest job of ${queue.name}`,
+                ).catch(() => null),
+              })),
+            );
+            this.reset();
+            for (const { name, seconds } of read)
+              if (seconds !== null) this.set({ queue: name }, seconds);
+          },
+        }),
+    );
+    const authPauses = watched.authPauses;
+    this.authPaused = reuse(
+      registry,
+      'cw_queue_auth_paused',
+      () =>
+        new Gauge({
+          name: 'cw_queue_auth_paused',
+          help: '1 while the queue is paused because the Clinical Graph Service refused the API key (401/403), else 0; read from Redis on every scrape.',
+          labelNames: ['queue'],
+          registers,
+          async collect() {
+            const read = await Promise.all(
+              [...authPauses].map(async ({ queue, probe }) => ({
+                queue,
+                paused: await within(
+                  probe(),
+                  QUEUE_COUNT_TIMEOUT_MS,
+                  `pause flag of ${queue}`,
+                ).catch(() => null),
+              })),
+            );
+            // Two roles watching one queue read the same flag: either one saying paused wins.
+            const byQueue = new Map<string, number>();
+            for (const { queue, paused } of read) {
+              if (paused !== null)
+                byQueue.set(queue, Math.max(byQueue.get(queue) ?? 0, paused ? 1 : 0));
+            }
+            this.reset();
+            for (const [queue, value] of byQueue) this.set({ queue }, value);
+          },
+        }),
+    );
+    const redisProbes = watched.redis;
+    this.redisUp = reuse(
+      registry,
+      'cw_redis_up',
+      () =>
+        new Gauge({
+          name: 'cw_redis_up',
+          help: '1 when every Redis connection of the process answered a PING within 1 s on this scrape, else 0.',
+          registers,
+          async collect() {
+            if (redisProbes.size === 0) {
+              this.reset();
+              return;
+            }
+            const answers = await Promise.all(
+              [...redisProbes].map((probe) => probe().catch(() => false)),
+            );
+            this.set(answers.every(Boolean) ? 1 : 0);
+          },
+        }),
+    );
   }
 
-  readonly #queues: Set<CountedQueue>;
+  readonly #watched: Watched;
 
   /**
-   * Adds queues to `cw_queue_jobs` (one series set per queue name, whichever role added it);
-   * returns a function that takes them out again (call it before closing the queues).
+   * Adds queues to `cw_queue_jobs` and `cw_queue_oldest_waiting_seconds` (one series set per queue
+   * name, whichever role added it); returns a function that takes them out again (call it before
+   * closing the queues).
    */
   watchQueues(...queues: CountedQueue[]): () => void {
-    for (const queue of queues) this.#queues.add(queue);
+    for (const queue of queues) this.#watched.queues.add(queue);
     return () => {
-      for (const queue of queues) this.#queues.delete(queue);
+      for (const queue of queues) this.#watched.queues.delete(queue);
     };
+  }
+
+  /** Reports `cw_queue_auth_paused{queue}` from `probe` on every scrape, until the returned function is called. */
+  watchAuthPause(queue: string, probe: AuthPauseProbe): () => void {
+    const entry = { queue, probe };
+    this.#watched.authPauses.add(entry);
+    return () => this.#watched.authPauses.delete(entry);
+  }
+
+  /** Reports `cw_redis_up` from `probe` on every scrape (0 if any probe of the process fails). */
+  watchRedis(probe: RedisProbe): () => void {
+    this.#watched.redis.add(probe);
+    return () => this.#watched.redis.delete(probe);
   }
 
   /** Counts one attempt at the service and observes its duration (the client's `onResponse`). */

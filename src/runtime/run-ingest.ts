@@ -4,7 +4,7 @@ import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
-import { requestConnection } from '../queues/redis-connections.ts';
+import { redisAnswers, requestConnection } from '../queues/redis-connections.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
 import { patientAdminFor } from './patient-admin-for.ts';
@@ -34,7 +34,12 @@ export async function runIngest(
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const queue = queriesQueue(context, redis);
   outages.listen(queue.name, queue);
-  const unwatch = context.pipelineMetrics.watchQueues(queue);
+  const unwatchQueue = context.pipelineMetrics.watchQueues(queue);
+  const unwatchRedis = context.pipelineMetrics.watchRedis(() => redisAnswers(redis));
+  const unwatch = () => {
+    unwatchQueue();
+    unwatchRedis();
+  };
   let serving = false;
   const presets = new PresetStore({ redis, prefix: context.prefix });
   const deps = {

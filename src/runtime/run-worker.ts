@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
 import type { Logger } from '../observability/logger.ts';
+import { AuthPause } from '../queues/auth-pause.ts';
 import { redisAnswers, workerConnection } from '../queues/redis-connections.ts';
 import { createServiceClient } from '../service/create-service-client.ts';
 import { createDeliveryRouter } from '../delivery/create-delivery-router.ts';
@@ -87,6 +88,7 @@ export async function runWorker(
   const outages = new RedisOutageLog({ logger, probe: () => redisAnswers(redis) }).watch(redis);
   const context = pipelineContext(config, logger, redis, keys, options.registry);
   const metrics = context.pipelineMetrics;
+  const unwatchRedis = metrics.watchRedis(() => redisAnswers(redis));
   const client = createServiceClient(
     serviceClientOptions(config, {
       logger,
@@ -186,9 +188,14 @@ export async function runWorker(
       ...outboundQueues,
     );
     const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
+    // cw_queue_auth_paused: the flag a worker sets when the service refuses the API key.
+    const unwatchPauses = registry.entries.map(({ queue }) => {
+      const pause = new AuthPause(queue, redis, context.prefix);
+      return metrics.watchAuthPause(queue.name, () => pause.isPaused());
+    });
     unwatch = () => {
       unwatchQueues();
-      for (const stop of unwatchLag) stop();
+      for (const stop of [...unwatchLag, ...unwatchPauses]) stop();
     };
     logger.info({ url, queues: registry.entries.map((e) => e.name) }, 'workers started');
   };
@@ -204,6 +211,7 @@ export async function runWorker(
       stopping.abort(new StartupError('stopped before Redis answered'));
       await health.close();
       unwatch();
+      unwatchRedis();
       await registry.close();
       await settlesWithin(delivery.close(), CLOSE_RESERVE_MS / 4);
       outages.stop();

@@ -77,6 +77,7 @@ export function ingestStack(options: {
       retentionSeconds: options.retentionSeconds ?? 0,
       onQuery: (coalesced) => metrics.countQuery(coalesced),
       onUnchanged: () => metrics.countUnchanged(),
+      onStored: () => metrics.countStored(),
     }),
     /** The due set, soonest first. */
     due: () => dueQueries(redis, prefix),
