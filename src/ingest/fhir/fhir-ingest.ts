@@ -84,11 +84,24 @@ const WholeBundleSchema = z.looseObject({
         .optional(),
     })
     .optional(),
-  type: z.enum(['transaction', 'collection', 'batch', 'searchset'], {
-    error: 'a Bundle of resources is a transaction, batch, collection or searchset',
+  type: z.enum(['transaction', 'collection', 'batch', 'searchset', 'document'], {
+    error:
+      'a Bundle of resources is a transaction, batch, collection, searchset or document (a message Bundle means its MessageHeader event, which is not processed here)',
   }),
   entry: z
-    .array(z.looseObject({ fullUrl: z.string().optional(), resource: ResourceSchema }))
+    .array(
+      z
+        .looseObject({
+          fullUrl: z.string().optional(),
+          resource: ResourceSchema.optional(),
+          // A transaction or batch entry: a DELETE or a read (GET/HEAD) carries no resource.
+          request: z.looseObject({ method: z.string(), url: z.string() }).optional(),
+        })
+        .refine((e) => e.resource !== undefined || e.request !== undefined, {
+          message: 'an entry holds a resource (or, in a transaction or batch, a request)',
+          path: ['resource'],
+        }),
+    )
     .min(1),
 });
 
@@ -105,6 +118,24 @@ function bundleModeTag(meta: { tag?: { system?: string; code?: string }[] } | un
 
 function invalid(loc: Loc, msg: string, type = 'value_error'): RequestValidationError {
   return new RequestValidationError([{ loc: [...loc], msg, type }]);
+}
+
+/** A transaction or batch entry's `DELETE`: `<Type>/<id>`, or conditional (`<Type>?…`: no id). */
+interface BundleDelete {
+  type: string;
+  id?: string;
+}
+
+function bundleDelete(url: string, loc: Loc): BundleDelete {
+  const [path = '', query] = url.split('?', 2);
+  if (query !== undefined) {
+    const type = /(?:^|\/)([A-Z][A-Za-z]+)$/.exec(path)?.[1];
+    if (type !== undefined) return { type };
+  } else {
+    const target = parseReference(path);
+    if (target !== undefined) return target;
+  }
+  throw invalid(loc, 'a DELETE names <Type>/<id> or <Type>?<search>');
 }
 
 /** The resource with its logical id (a transaction entry may carry it only in a urn:uuid fullUrl). */
@@ -281,8 +312,18 @@ export class FhirIngest {
     const mode = requestedMode ?? bundleModeTag(parsed.data.meta) ?? 'merge';
     const payload = new Payload();
     let ignored = 0;
+    const deletes: BundleDelete[] = [];
+    let reads = 0;
     parsed.data.entry.forEach((e, i) => {
       const loc = ['body', 'entry', i, 'resource'];
+      if (e.resource === undefined) {
+        // Entries without a resource (the schema holds a request then): a DELETE is applied as
+        // the rest-hook's DELETE is; a read (GET, HEAD) has nothing to ingest.
+        if (e.request?.method.toUpperCase() === 'DELETE') {
+          deletes.push(bundleDelete(e.request.url, ['body', 'entry', i, 'request', 'url']));
+        } else reads++;
+        return;
+      }
       if (!MAPPED_TYPES.has(e.resource.resourceType)) {
         ignored++;
         if (e.resource.id === undefined) return;
@@ -297,7 +338,10 @@ export class FhirIngest {
       targets.push({ localId: await this.#localId(patientId, payload, at), group });
     }
     this.#o.metrics.ignore('resource_type', ignored);
-    if (targets.length === 0) this.#o.metrics.ignore('notification');
+    this.#o.metrics.ignore('bundle_read', reads);
+    if (targets.length === 0 && deletes.length === 0) this.#o.metrics.ignore('notification');
+    // Deletes first, as a FHIR server processes a transaction (then creates and updates).
+    for (const target of deletes) await this.#deleteEntry(target);
     const bundleId =
       parsed.data.id ??
       createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32);
@@ -368,6 +412,18 @@ export class FhirIngest {
     this.#o.metrics.ignore('resource_type', ignored);
     if (grouped.size === 0) this.#o.metrics.ignore('notification');
     return { patients: grouped.size, ignored };
+  }
+
+  /**
+   * A Bundle entry's `DELETE`: `<Type>/<id>` as {@link deleteResource}; a conditional delete
+   * (`Patient?identifier=…`) names no patient we can resolve here, and is counted.
+   */
+  async #deleteEntry(target: BundleDelete): Promise<void> {
+    if (target.id !== undefined) {
+      await this.deleteResource(target.type, target.id);
+      return;
+    }
+    this.#o.metrics.ignore(target.type === 'Patient' ? 'delete_unresolvable' : 'resource_type');
   }
 
   /**

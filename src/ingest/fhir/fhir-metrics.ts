@@ -15,7 +15,9 @@ export type FhirIgnoredReason =
   /** A delete of a Patient we cannot name locally (see README: FHIR deletes). */
   | 'delete_unresolvable'
   /** A delete of a patient we never saw. */
-  | 'delete_unknown_patient';
+  | 'delete_unknown_patient'
+  /** A transaction or batch entry that reads (GET, HEAD): nothing to ingest. */
+  | 'bundle_read';
 
 function counter(registry: Registry, name: string, help: string, labelNames: string[] = []) {
   const existing = registry.getSingleMetric(name);

@@ -162,6 +162,34 @@ function coding(c: Coded) {
   };
 }
 
+/**
+ * A diagnosis or problem code (DG1-3, PRB-3): as {@link coded}, and else a code whose CWE-3 names
+ * a system we do not know (a local one, `99…`, ICD-10-GM's `icd10gm2023`…) kept with that system
+ * as sent. The terminology step then maps it (`terminology.csv_file`) or counts it unmapped:
+ * dropping it would lose the diagnosis without a trace. `key` names it in the record.
+ */
+function problemCoded(
+  rawRep: string,
+  message: Er7Message,
+  fallbackSystem = '',
+): { key: string; coding: ReportedItem['codings'][number] } | undefined {
+  const known = coded(rawRep, message, fallbackSystem);
+  if (known !== undefined) return { key: `${known.system}:${known.code}`, coding: coding(known) };
+  const d = message.delimiters;
+  for (const start of [1, 4]) {
+    const code = component(rawRep, start, d).trim();
+    const system = component(rawRep, start + 2, d).trim();
+    if (code !== '' && system !== '') {
+      const display = component(rawRep, start + 1, d);
+      return {
+        key: `${system}:${code}`,
+        coding: { system, code, ...(display === '' ? {} : { display }) },
+      };
+    }
+  }
+  return undefined;
+}
+
 function requireLocalId(
   pid: Segment | undefined,
   message: Er7Message,
@@ -243,13 +271,13 @@ function dg1Items(message: Er7Message, segments: Segment[]): ReportedItem[] {
   const items: ReportedItem[] = [];
   for (const dg1 of segments) {
     const rep = repetitions(rawField(dg1, 3), d)[0] ?? '';
-    const c = coded(rep, message, value(dg1, 2, d));
+    const c = problemCoded(rep, message, value(dg1, 2, d));
     if (c === undefined) continue;
     const effectiveAt = hl7DateToIso(value(dg1, 5, d));
     items.push({
-      key: `hl7:dg1:${c.system}:${c.code}`,
+      key: `hl7:dg1:${c.key}`,
       kind: 'condition',
-      codings: [coding(c)],
+      codings: [c.coding],
       status: 'active',
       problemList: false,
       ...(effectiveAt === undefined ? {} : { effectiveAt }),
@@ -368,7 +396,7 @@ function prbChanges(message: Er7Message, trigger: string): ClinicalChange[] {
       changes.push({ type: 'remove', key });
       continue;
     }
-    const c = coded(rep, message);
+    const c = problemCoded(rep, message);
     if (c === undefined) continue;
     // PRB-14 (life cycle status); v2.3.1 feeds often put it in PRB-13 (confirmation status).
     const status = (
@@ -383,7 +411,7 @@ function prbChanges(message: Er7Message, trigger: string): ClinicalChange[] {
       item: {
         key,
         kind: 'condition',
-        codings: [coding(c)],
+        codings: [c.coding],
         ...(status === '' ? {} : { status }),
         problemList: true,
         ...(effectiveAt === undefined ? {} : { effectiveAt }),

@@ -1,4 +1,4 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FHIR_JSON, startFhirHarness, type FhirHarness } from './support/fhir-harness.ts';
 import { BUNDLE_MODE_TAG_SYSTEM } from '../../../src/ingest/fhir/fhir-ingest.ts';
@@ -32,6 +32,12 @@ async function ignoredCount(reason: string): Promise<number> {
     .split('\n')
     .find((l) => l.startsWith(`cw_fhir_ignored_total{reason="${reason}"}`));
   return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+/** A file of the public corpus (test/corpus/fhir, see its SOURCES.md). */
+function corpusJson(name: string): Record<string, unknown> {
+  const url = new URL(`../../corpus/fhir/${name}`, import.meta.url);
+  return JSON.parse(readFileSync(url, 'utf8')) as Record<string, unknown>;
 }
 
 const SYNTHEA = readdirSync(FIXTURES).filter((f) => /^[A-Z][a-z]+_[A-Z][a-z]+_.*\.json$/.test(f));
@@ -188,6 +194,70 @@ describe('POST /v1/fhir/Bundle', () => {
     expect(await ignoredCount('resource_type')).toBe(1);
   });
 
+  it('takes the FHIR R4 transaction example: resources applied, DELETE Patient/<id> purges, reads counted', async () => {
+    // Patient 234, which the transaction deletes, is known here first.
+    const known = await postBundle({
+      resourceType: 'Bundle',
+      type: 'collection',
+      entry: [{ resource: { resourceType: 'Patient', id: '234', birthDate: '1970-01-01' } }],
+    });
+    expect(known.statusCode).toBe(202);
+    expect(await h.crosswalk.find('234')).toBeDefined();
+
+    const res = await postBundle(corpusJson('R4-Bundle-bundle-transaction.json'));
+    expect(res.statusCode).toBe(202);
+    // POST (ids from their urn:uuid fullUrls), PUT and conditional PUT: five Patients.
+    expect(res.json<{ patients: unknown[] }>().patients).toHaveLength(5);
+    for (const id of ['123', '123a', '61ebe359-bfdc-4613-8bf2-c5e300945f0a']) {
+      expect(await h.crosswalk.find(id), id).toBeDefined();
+    }
+    expect(await h.crosswalk.find('234')).toBeUndefined();
+    // DELETE Patient?identifier=123456 names nobody we can resolve; two GETs read nothing.
+    expect(await ignoredCount('delete_unresolvable')).toBe(1);
+    expect(await ignoredCount('bundle_read')).toBe(2);
+    // The ValueSet/$lookup Parameters entry.
+    expect(await ignoredCount('resource_type')).toBe(1);
+  });
+
+  it('takes a FHIR document (the R4 example): its Patient and the resources about it', async () => {
+    const res = await postBundle(corpusJson('R4-Bundle-father.json'));
+    expect(res.statusCode).toBe(202);
+    const record = await h.records.get((await h.crosswalk.find('d1')) as string);
+    expect(record?.clinical?.patient.birthDate).toBe('1955-01-06');
+    const kinds = Object.values(record?.clinical?.items ?? {}).map((i) => i.kind);
+    expect(kinds.sort()).toEqual(['allergy', 'medication', 'medication', 'observation']);
+  });
+
+  it.each([
+    [
+      'a DELETE whose url names no resource',
+      {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [
+          {
+            resource: { resourceType: 'Patient', id: 'a' },
+            request: { method: 'PUT', url: 'Patient/a' },
+          },
+          { request: { method: 'DELETE', url: 'not a reference' } },
+        ],
+      },
+    ],
+    [
+      'an entry with neither a resource nor a request',
+      {
+        resourceType: 'Bundle',
+        type: 'transaction',
+        entry: [{ resource: { resourceType: 'Patient', id: 'a' } }, { fullUrl: 'Patient/b' }],
+      },
+    ],
+  ])('answers 422 and changes nothing for %s', async (_name, body) => {
+    const before = await h.snapshot();
+    const res = await postBundle(body);
+    expect(res.statusCode).toBe(422);
+    expect(await h.snapshot()).toEqual(before);
+  });
+
   it('answers 422 for an unknown mode and changes nothing', async () => {
     const before = await h.snapshot();
     const res = await postBundle(fixture(SYNTHEA[0] as string), FHIR_JSON, '?mode=wipe');
@@ -223,6 +293,11 @@ describe('POST /v1/fhir/Bundle', () => {
       },
     ],
     ['not a Bundle', { resourceType: 'Patient', id: 'a' }],
+    // Its MessageHeader event (patient-link) is the message's meaning: not processed here.
+    [
+      'a message Bundle (the R4 example)',
+      corpusJson('R4-Bundle-10bb101f-a121-4264-a920-67be9cb82c74.json'),
+    ],
   ])('answers 422 and changes nothing for %s', async (_name, body) => {
     const before = await h.snapshot();
     const res = await postBundle(body);

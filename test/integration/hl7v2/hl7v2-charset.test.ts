@@ -85,6 +85,17 @@ describe('character sets over MLLP', () => {
     expect(await allKeys(h)).toEqual(before);
   });
 
+  it('an MSH-18 that is no character set name (DE, a country code one field off) gets AE, not the default', async () => {
+    // HAPI falls back to its default with a warning only it sees; here the sender sees ERR at
+    // MSH-18 on the first message, and nothing is decoded by guess.
+    h = await startHl7v2Harness();
+    const before = await allKeys(h);
+    const ack = await sendOne(h.mllp.port, adt('PLAIN2', 'C9', 'DE'));
+    expect(msa(ack).slice(0, 3)).toEqual(['MSA', 'AE', 'C9']);
+    expect(segmentOf(ack ?? '', 'ERR')[2]).toBe('MSH^1^18');
+    expect(await allKeys(h)).toEqual(before);
+  });
+
   it('the listener default applies when MSH-18 is empty; the ACK goes back in that set', async () => {
     h = await startHl7v2Harness({
       hl7v2: { charset: { mllp_default: '8859/1', http_default: 'UNICODE UTF-8' } },

@@ -125,6 +125,46 @@ describe('HL7 v2 patient identity and message coverage (MLLP, real Redis)', () =
     });
   });
 
+  it('DG1 and PRB codes in a system we do not know (ICD-10-GM, a local one) are kept with that system', async () => {
+    // Before, they were dropped: no condition, nothing counted unmapped, no CSV could map them.
+    const ack = await sendOne(
+      h.mllp.port,
+      msg(
+        'ADT^A08',
+        pid('GM1^^^HOSP^MR'),
+        'DG1|1||E11.90^Diabetes mellitus, Typ 2^icd10gm2023||20260101|F',
+        'DG1|2||^^^PROB-77^Bluthochdruck^99KH',
+        'DG1|3||K42.9^Hernia umbilicalis',
+      ),
+    );
+    expect(msa(ack)[1]).toBe('AA');
+    const items = (await h.clinicalOf('HOSP|GM1'))?.clinical?.items ?? {};
+    expect(items['hl7:dg1:icd10gm2023:E11.90']).toMatchObject({
+      kind: 'condition',
+      codings: [{ system: 'icd10gm2023', code: 'E11.90' }],
+    });
+    expect(items['hl7:dg1:99KH:PROB-77']?.codings).toEqual([
+      { system: '99KH', code: 'PROB-77', display: 'Bluthochdruck' },
+    ]);
+    // A code without any system names nothing a map could use: still not kept.
+    expect(Object.keys(items).sort()).toEqual([
+      'hl7:dg1:99KH:PROB-77',
+      'hl7:dg1:icd10gm2023:E11.90',
+    ]);
+
+    const ppr = await sendOne(
+      h.mllp.port,
+      msg(
+        'PPR^PC1',
+        pid('PPR2^^^HOSP^MR'),
+        'PRB|AD|20260101|I10.00^Essentielle Hypertonie^icd10gm2023|P-2||||||||||ACTIVE',
+      ),
+    );
+    expect(msa(ppr)[1]).toBe('AA');
+    const problem = (await h.clinicalOf('HOSP|PPR2'))?.clinical?.items['hl7:problem:P-2'];
+    expect(problem?.codings[0]).toMatchObject({ system: 'icd10gm2023', code: 'I10.00' });
+  });
+
   it('OML^O21, BAR^P05 and DFT^P03 DG1 segments become conditions too', async () => {
     for (const [type, id] of [
       ['OML^O21', 'OML1'],

@@ -161,6 +161,31 @@ describe('Synthea SNOMED-only problems reach CIR007 and END002 (Done-when 3)', (
     expect(cached.length).toBe(asked.length);
   });
 
+  it('an ICD-10-GM diagnosis over MLLP (DG1-3 ^icd10gm2023, a German feed) maps through the hospital CSV: END002 runs', async () => {
+    const csv = join(mkdtempSync(join(tmpdir(), 'cw-terminology-')), 'local-codes.csv');
+    writeFileSync(csv, 'system,code,icd10cm\nicd10gm2023,E11.90,E11.9\n');
+    const pipeline = await start(['sources: [csv_file]', `csv_file: ${JSON.stringify(csv)}`]);
+    const born = `${new Date().getUTCFullYear() - 58}0301`;
+    const message = [
+      'MSH|^~\\&|ORBIS|KH|CW|KH|20260101120000||ADT^A08^ADT_A01|CTRL-GM-1|P|2.5||||||UNICODE UTF-8',
+      `PID|1||TERMGM01^^^KH^MR||Müller^Jörg||${born}|M`,
+      'DG1|1||E11.90^Diabetes mellitus, Typ 2: Ohne Komplikationen^icd10gm2023||20260101|F',
+    ].join('\r');
+    const ack = await sendOne(pipeline.mllpPort, message);
+    expect(segmentOf(ack ?? '', 'MSA').slice(1, 3)).toEqual(['AA', 'CTRL-GM-1']);
+    const [event] = await eventually(
+      () => pipeline.delivered(),
+      (events) => events.some((e) => e.ccsr_category === 'END002'),
+      { timeoutMs: 45_000 },
+    );
+    expect(event).toMatchObject({ ccsr_category: 'END002', status: 'completed', error: null });
+    const [submission] = (await pipeline.requests()).filter(
+      (r) => r.method === 'POST' && r.path === '/v1/concordance',
+    );
+    expect(JSON.stringify(submission?.body)).toContain('"E11.9"');
+    expect(JSON.stringify(submission?.body)).toContain('"E11.90"');
+  });
+
   it('an ICD-9-CM problem over MLLP (PPR^PC1, PRB-3 ^I9) maps through the hospital CSV: END002 runs', async () => {
     const csv = join(mkdtempSync(join(tmpdir(), 'cw-terminology-')), 'local-codes.csv');
     writeFileSync(csv, 'system,code,icd10cm\nI9,250.00,E11.9\n');

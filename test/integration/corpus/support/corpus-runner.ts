@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { expect } from 'vitest';
+import { loadConfig } from '../../../../src/config/load-config.ts';
 import { parseOutboxMember, queryOutboxKey } from '../../../../src/queries/query-outbox.ts';
 import { FHIR_JSON, startFhirHarness, type FhirHarness } from '../../fhir/support/fhir-harness.ts';
 import {
@@ -33,6 +34,8 @@ const Expect = z
     ack: Ack.optional(),
     /** MSA-1 of each ACK of a batch answer, in message order. */
     acks: z.array(Ack).optional(),
+    /** ERR-2 (the error location, e.g. `MSH^1^18`) of the single ACK. */
+    errLocation: z.string().optional(),
     /** HTTP status of a FHIR request: a number, or `2xx`. */
     http: z.union([z.number().int(), z.literal('2xx')]).optional(),
     /** `cw_hl7v2_messages_total{type,outcome}` counted this message's type with this outcome. */
@@ -60,6 +63,31 @@ const Expect = z
   })
   .strict();
 
+/**
+ * The same file sent another way, asserted in the same entry (one entry per file): over a
+ * listener with another default character set (`hl7v2.charset`), or over HTTP with a `charset` in
+ * `Content-Type`.
+ */
+const Variant = z
+  .object({
+    /** What the variant shows (the test's name). */
+    name: z.string().min(1),
+    /** @defaultValue the item's channel */
+    channel: Channel.optional(),
+    /** `hl7v2.charset.*` of the stack (the rest of `hl7v2.charset` stays the default). */
+    charset: z
+      .object({
+        mllp_default: z.string().min(1).optional(),
+        http_default: z.string().min(1).optional(),
+      })
+      .strict()
+      .optional(),
+    /** `Content-Type` of a `POST /v1/hl7v2` (`text/plain` unless given). */
+    contentType: z.string().min(1).optional(),
+    expect: Expect,
+  })
+  .strict();
+
 const Item = z
   .object({
     file: z.string(),
@@ -71,10 +99,21 @@ const Item = z
     expect: Expect,
     needs: z.array(z.enum(FEATURES)),
     note: z.string().optional(),
+    variants: z.array(Variant).optional(),
   })
   .strict();
 
 export type CorpusItem = z.infer<typeof Item>;
+export type CorpusVariant = z.infer<typeof Variant>;
+
+/** `hl7v2.charset` as configured by default (`config/default.yaml`). */
+const DEFAULT_CHARSETS = loadConfig({ env: { INGEST_TOKENS: HL7_TOKEN } }).hl7v2.charset;
+
+/** An item as one of its variants sends it (its channel and expectation; `variants` dropped). */
+export function asVariant(item: CorpusItem, variant: CorpusVariant): CorpusItem {
+  const { variants: _variants, ...rest } = item;
+  return { ...rest, channel: variant.channel ?? item.channel, expect: variant.expect };
+}
 
 const Expectations = z.object({ $comment: z.string(), items: z.array(Item) }).strict();
 
@@ -160,6 +199,7 @@ async function send(
   stack: Stack,
   channel: CorpusItem['channel'],
   file: string,
+  contentType = 'text/plain',
 ): Promise<{ answer?: string; status?: number }> {
   const bytes = corpusBytes(file);
   if (channel === 'mllp') {
@@ -172,7 +212,7 @@ async function send(
     const res = await stack.h.app.inject({
       method: 'POST',
       url: '/v1/hl7v2',
-      headers: { authorization: `Bearer ${HL7_TOKEN}`, 'content-type': 'text/plain' },
+      headers: { authorization: `Bearer ${HL7_TOKEN}`, 'content-type': contentType },
       payload: bytes,
     });
     return { answer: res.body, status: res.statusCode };
@@ -239,11 +279,27 @@ async function observe(
 /**
  * Sends the item's `before` files and then the item through a fresh stack (the real MLLP server
  * and ingest app on the test Redis, under a private prefix) and reports what it got back and
- * changed. `before` files must be answered AA (HL7) or 2xx (FHIR).
+ * changed. `before` files must be answered AA (HL7) or 2xx (FHIR). With a variant: its channel,
+ * listener character sets and `Content-Type`.
  */
-export async function runItem(item: CorpusItem, corpus: CorpusItem[]): Promise<Observed> {
-  const stack: Stack = isHl7(item.channel)
-    ? { kind: 'hl7', h: await startHl7v2Harness({ terminology: true }) }
+export async function runItem(
+  item: CorpusItem,
+  corpus: CorpusItem[],
+  variant?: CorpusVariant,
+): Promise<Observed> {
+  const channel = variant?.channel ?? item.channel;
+  const stack: Stack = isHl7(channel)
+    ? {
+        kind: 'hl7',
+        h: await startHl7v2Harness({
+          terminology: true,
+          ...(variant?.charset === undefined
+            ? {}
+            : {
+                hl7v2: { charset: { ...DEFAULT_CHARSETS, ...variant.charset } },
+              }),
+        }),
+      }
     : {
         kind: 'fhir',
         h: await startFhirHarness({
@@ -274,7 +330,7 @@ export async function runItem(item: CorpusItem, corpus: CorpusItem[]): Promise<O
         );
       }
     }
-    const sent = await send(stack, item.channel, item.file);
+    const sent = await send(stack, channel, item.file, variant?.contentType);
     return await observe(stack, sent);
   } finally {
     await stack.h.close();
@@ -298,6 +354,10 @@ export function assertExpected(item: CorpusItem, observed: Observed): void {
       msas.map((m) => m.controlId),
       'MSA-2 = MSH-10 of each message',
     ).toEqual(sent.map((m) => m.controlId));
+  }
+  if (e.errLocation !== undefined) {
+    const err = segments(observed.answer ?? '').find((s) => s.startsWith('ERR|'));
+    expect(err?.split('|')[2], 'ERR-2 of the ACK').toBe(e.errLocation);
   }
   if (e.http !== undefined) {
     if (e.http === '2xx') {
