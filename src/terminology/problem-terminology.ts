@@ -142,12 +142,15 @@ export class ProblemTerminology {
       if (change.type === 'upsert') noteConditions([change.item]);
     }
     const out: ClinicalChange[] = [];
+    // A problem repeated in one message (several DG1 with the same code) is counted unmapped once.
+    const unmapped = new Set<string>();
     for (const change of changes) {
       if (change.type === 'upsert') {
-        out.push({ ...change, item: await this.#item(change.item, facets, conditions) });
+        out.push({ ...change, item: await this.#item(change.item, facets, conditions, unmapped) });
       } else if (change.type === 'replace') {
         const items: ReportedItem[] = [];
-        for (const item of change.items) items.push(await this.#item(item, facets, conditions));
+        for (const item of change.items)
+          items.push(await this.#item(item, facets, conditions, unmapped));
         out.push({ ...change, items });
       } else {
         out.push(change);
@@ -175,6 +178,7 @@ export class ProblemTerminology {
     item: ReportedItem,
     facets: Partial<PatientIdentityFacets>,
     conditions: ReadonlySet<string>,
+    unmapped: Set<string>,
   ): Promise<ReportedItem> {
     if (item.kind !== 'condition' || item.codings.length === 0) return item;
     if (item.codings.some(isIcd10)) return item;
@@ -194,7 +198,12 @@ export class ProblemTerminology {
       }
     }
     const status = item.status?.trim().toLowerCase();
-    if (status === undefined || status === '' || ACTIVE.has(status)) {
+    // Named by its first coding, as the list of unmapped codes names it.
+    const first = item.codings[0];
+    const problem =
+      first === undefined ? '' : `${canonicalSystem(first.system)}|${first.code.trim()}`;
+    if ((status === undefined || status === '' || ACTIVE.has(status)) && !unmapped.has(problem)) {
+      unmapped.add(problem);
       await this.#o.unmapped?.record(item.codings);
     }
     return item;

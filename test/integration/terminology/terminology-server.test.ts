@@ -124,7 +124,13 @@ describe('ConceptMap/$translate against a local terminology server', () => {
     expect(icd('ckd')).toEqual(['N18.1']);
     expect(icd('dm')).toEqual(['E11.9']);
     expect(icd('viral')).toEqual([]);
-
+    // The same problem twice in one message (under two names of SNOMED CT) counts once; the next
+    // message that reports it counts again.
+    expect(await topUnmappedProblems(redis, prefix)).toEqual([
+      { system: SCT, code: '195662009', count: 1 },
+      { system: 'http://hl7.org/fhir/sid/icd-9-cm', code: '596.5', count: 1 },
+    ]);
+    await t.annotate([condition('viral', SCT, '195662009')], emptyClinicalRecord());
     expect(await topUnmappedProblems(redis, prefix)).toEqual([
       { system: SCT, code: '195662009', count: 2 },
       { system: 'http://hl7.org/fhir/sid/icd-9-cm', code: '596.5', count: 1 },
