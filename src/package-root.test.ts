@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import * as packageRoot from './package-root.ts';
+import type * as packageRoot from './package-root.ts';
 import { packageFile, packageInfo } from './package-root.ts';
 
 type PackageRootModule = typeof packageRoot;
