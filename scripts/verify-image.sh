@@ -65,6 +65,15 @@ finish() {
   printf '  %s\n' "${summary[@]}"
   echo "  total: $((SECONDS - t_start)) s"
   if [ "$failures" -gt 0 ]; then
+    local c
+    for c in "${containers[@]}"; do
+      echo "--- last log lines of $c:" >&2
+      podman logs --tail 30 "$c" >&2 2>&1 || true
+    done
+    if [ -s "$WORK/podman.err" ]; then
+      echo "--- podman's errors:" >&2
+      tail -n 20 "$WORK/podman.err" >&2
+    fi
     echo "verify-image: $failures check(s) failed" >&2
     exit 1
   fi
@@ -84,6 +93,8 @@ pass "podman $(podman version --format '{{.Client.Version}}') ready ($((SECONDS 
 
 t=$SECONDS
 cw_ensure_base_image
+# Build layers of sources older than a week are no use as a cache any more.
+podman image prune -f --filter until=168h >/dev/null 2>&1 || true
 pass "base image $CW_BASE_IMAGE ready ($((SECONDS - t)) s)"
 
 version="$(node -p "require('./package.json').version")"
@@ -112,14 +123,18 @@ check "image user is numeric and non-root (1000:1000)" \
 has_healthcheck() { podman image inspect "$IMAGE" | grep -q '"/app/bin/healthcheck.js"'; }
 check "HEALTHCHECK kept (docker format)" has_healthcheck
 ca_sum="$(sha256sum /etc/ssl/certs/ca-certificates.crt 2>/dev/null | cut -d' ' -f1 || true)"
-check "contents: built copy, config, data, LICENSE; no sources, tests, npmrc or build-time CA bundle" \
+contents_ok() {
   podman run --rm --health-interval=disable --network none --user 0 --entrypoint sh "$IMAGE" -c "
     test -f /app/dist/src/cli/main.js && test -f /app/config/default.yaml &&
     test -d /app/data/ccsr && test -f /app/LICENSE && test ! -e /app/src && test ! -e /app/test &&
     test ! -e /app/node_modules/typescript && test ! -e /app/node_modules/vitest &&
     test -z \"\$(find /app/dist -name '*.test.*' -print -quit)\" && test ! -e /root/.npmrc &&
     { test ! -e /etc/ssl/certs/ca-certificates.crt ||
-      test \"\$(sha256sum /etc/ssl/certs/ca-certificates.crt | cut -d' ' -f1)\" != '$ca_sum'; }" 2>>"$WORK/podman.err"
+      test \"\$(sha256sum /etc/ssl/certs/ca-certificates.crt | cut -d' ' -f1)\" != '$ca_sum'; }" \
+    2>>"$WORK/podman.err"
+}
+check "contents: built copy, config, data, LICENSE; no sources, tests, npmrc or build-time CA bundle" \
+  contents_ok
 check "--version prints $version" \
   test "$(podman run --rm --health-interval=disable --network none --read-only "$IMAGE" --version \
     2>>"$WORK/podman.err")" = "$version"
@@ -220,10 +235,12 @@ check "no request failed signature verification at the receiver" \
   test -z "$(grep '"verified":false' "$WORK/webhook.jsonl" || true)"
 
 # --- one-shot command, health checks, user, read-only root ----------------------------------
-check "status --json (one-shot) exits 0" \
+status_ok() {
   podman run --rm --read-only --tmpfs /tmp --network slirp4netns:allow_host_loopback=true \
-  --http-proxy=false --health-interval=disable --env-file "$WORK/env" "$IMAGE" status --json \
-  >"$WORK/status.json" 2>>"$WORK/podman.err"
+    --http-proxy=false --health-interval=disable --env-file "$WORK/env" "$IMAGE" status --json \
+    >"$WORK/status.json" 2>>"$WORK/podman.err"
+}
+check "status --json (one-shot) exits 0" status_ok
 for role in "${roles[@]}"; do
   c="$RUN-$role"
   check "$role: podman healthcheck run: healthy" podman healthcheck run "$c"
