@@ -58,7 +58,7 @@ afterAll(() => {
 
 /** A config file with one preset rule for `category`. */
 function rulesConfig(category = 'END002'): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'cw-built-rules-')), 'config.yaml');
+  const file = join(mkdtempSync(join(copy, 'rules-')), 'config.yaml');
   writeFileSync(file, `presets:\n  rules:\n    - ccsr_category: ${category}\n`);
   return file;
 }
