@@ -101,10 +101,18 @@ version="$(node -p "require('./package.json').version")"
 revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 source_url="$(git remote get-url origin 2>/dev/null || echo unknown)"
 mapfile -t ca_options < <(cw_ca_build_options "$WORK")
+# buildah 1.28 keys its layer cache on the LABEL line as written, not on the build arguments in
+# it: a cached LABEL step would keep an older revision. The same labels given with --label are
+# applied when the image is committed, whatever was cached. (Docker's builder needs only the
+# build arguments.)
+labels=()
+for label in "version=$version" "revision=$revision" "source=$source_url"; do
+  labels+=(--label "org.opencontainers.image.$label")
+done
 t=$SECONDS
 if podman build --pull=never --format docker "${ca_options[@]}" \
   --build-arg "VERSION=$version" --build-arg "REVISION=$revision" \
-  --build-arg "SOURCE_URL=$source_url" -t "$IMAGE" . >"$WORK/build.log" 2>&1; then
+  --build-arg "SOURCE_URL=$source_url" "${labels[@]}" -t "$IMAGE" . >"$WORK/build.log" 2>&1; then
   build_s=$((SECONDS - t))
   pass "image built in ${build_s} s"
 else
