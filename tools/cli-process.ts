@@ -12,8 +12,12 @@ export class CliProcess {
   readonly #waiters: { match: (line: string) => boolean; resolve: (line: string) => void }[] = [];
   readonly exited: Promise<number | null>;
 
-  constructor(args: string[], env: Record<string, string>) {
-    this.child = spawn(process.execPath, [MAIN, ...args], {
+  /**
+   * @param entry the program to run @defaultValue the sources' `src/cli/main.ts` (a test of the
+   *   built copy passes its `bin/concordance-worker.js`)
+   */
+  constructor(args: string[], env: Record<string, string>, entry: string = MAIN) {
+    this.child = spawn(process.execPath, [entry, ...args], {
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

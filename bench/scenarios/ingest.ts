@@ -80,6 +80,7 @@ export async function ingestScenario(
     INGEST_PORT: String(port),
     MLLP_PORT: '0',
     INGEST_HOST: '127.0.0.1',
+    METRICS_PORT: '0',
     LOG_LEVEL: ctx.logLevel,
   });
   const removeProc = ctx.cleanup.add('ingest', () => proc.stop());

@@ -125,6 +125,7 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
     INGEST_PORT: String(port),
     MLLP_PORT: String(mllpPort),
     INGEST_HOST: '127.0.0.1',
+    METRICS_PORT: '0',
     LOG_LEVEL: ctx.logLevel,
   });
   const removeProc = ctx.cleanup.add('ingest (mllp)', () => proc.stop());

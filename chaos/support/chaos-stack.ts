@@ -196,6 +196,7 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   const ingestPort = await freePort();
   const mllpPort = await freePort();
   const metricsPort = await freePort();
+  const ingestHealthPort = await freePort();
   const env = {
     REDIS_URL: proxy.redisUrl,
     REDIS_PREFIX: '{cw}',
@@ -213,7 +214,12 @@ export async function startChaosStack(o: StackOptions): Promise<ChaosStack> {
   };
   const ingest = managed(
     `${o.name} ingest`,
-    () => cliProcess(`${o.name} ingest`, ['--config', configPath, 'ingest'], env),
+    // Each role has its health port (METRICS_PORT); two on one host need two ports.
+    () =>
+      cliProcess(`${o.name} ingest`, ['--config', configPath, 'ingest'], {
+        ...env,
+        METRICS_PORT: String(ingestHealthPort),
+      }),
     (proc) => waitForHttp(`http://127.0.0.1:${ingestPort}/readyz`, proc, 60_000),
     cleanup,
   );

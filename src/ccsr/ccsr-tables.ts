@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'csv-parse/sync';
+import { packageFile } from '../package-root.ts';
 
 /** Codes AHRQ uses only for default assignment: they are not problem-list categories. */
 export const PLACEHOLDER_CATEGORIES: ReadonlySet<string> = new Set([
@@ -33,10 +34,10 @@ export interface CcsrTables {
   isCategory(code: string): boolean;
 }
 
-const dataDir = new URL('../../data/ccsr/', import.meta.url);
+const DATA_DIR = 'data/ccsr/';
 
 function readRows(file: string): string[][] {
-  return parse(readFileSync(new URL(file, dataDir), 'utf8'), {
+  return parse(readFileSync(packageFile(`${DATA_DIR}${file}`), 'utf8'), {
     from_line: 2,
     skip_empty_lines: true,
     trim: true,

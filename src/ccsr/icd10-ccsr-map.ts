@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { packageFile } from '../package-root.ts';
 import { PLACEHOLDER_CATEGORIES } from './ccsr-tables.ts';
 
 export type CcsrMode = 'all' | 'outpatient_default';
@@ -13,7 +14,7 @@ export interface Icd10CcsrEntry {
 /** ICD-10-CM code without dot, upper-case (`E119`) -> its categories. */
 export type Icd10CcsrMap = ReadonlyMap<string, Icd10CcsrEntry>;
 
-const dataFile = new URL('../../data/ccsr/dxccsr-v2023.1.csv', import.meta.url);
+const DATA_FILE = 'data/ccsr/dxccsr-v2023.1.csv';
 
 /**
  * Builds the map from the text of `dxccsr-v2023.1.csv` (header `icd10cm_code, icd10cm_description,
@@ -84,7 +85,7 @@ let cached: Icd10CcsrMap | undefined;
 
 /** The shipped v2023.1 map, read on first use and kept for the life of the process. */
 export function loadIcd10CcsrMap(): Icd10CcsrMap {
-  cached ??= buildIcd10CcsrMap(readFileSync(dataFile, 'utf8'));
+  cached ??= buildIcd10CcsrMap(readFileSync(packageFile(DATA_FILE), 'utf8'));
   return cached;
 }
 

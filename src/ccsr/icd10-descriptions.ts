@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
+import { packageFile } from '../package-root.ts';
 import { normalizeIcd10 } from './icd10-ccsr-map.ts';
 
 /** ICD-10-CM code without dot, upper-case (`E119`) -> its official description. */
 export type Icd10Descriptions = ReadonlyMap<string, string>;
 
-const dataFile = new URL('../../data/ccsr/dxccsr-v2023.1.csv', import.meta.url);
+const DATA_FILE = 'data/ccsr/dxccsr-v2023.1.csv';
 
 /**
  * Builds the map from the text of `dxccsr-v2023.1.csv` (columns `icd10cm_code,
@@ -47,7 +48,7 @@ let cached: Icd10Descriptions | undefined;
 
 /** The shipped v2023.1 descriptions, read on first use and kept for the life of the process. */
 export function loadIcd10Descriptions(): Icd10Descriptions {
-  cached ??= buildIcd10Descriptions(readFileSync(dataFile, 'utf8'));
+  cached ??= buildIcd10Descriptions(readFileSync(packageFile(DATA_FILE), 'utf8'));
   return cached;
 }
 

@@ -1,9 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { packageInfo } from '../package-root.ts';
 
 /** The version in package.json, for `--version`. */
 export function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version: string;
-  };
-  return pkg.version;
+  return packageInfo().version;
 }

@@ -1,11 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { packageFile } from '../package-root.ts';
 import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { ConfigSchema, type Config } from './config-schema.ts';
 import { secretProblems } from './secret-problems.ts';
 
-/** The configuration shipped with the project. */
-export const DEFAULT_CONFIG_FILE = new URL('../../config/default.yaml', import.meta.url);
+/** The configuration shipped with the project (`config/default.yaml` at the package root). */
+export function defaultConfigFile(): URL {
+  return packageFile('config/default.yaml');
+}
 
 export interface LoadConfigOptions {
   /** A file merged over the defaults (`--config`). */
@@ -128,7 +131,7 @@ function fromEnv(env: NodeJS.ProcessEnv): Tree {
  */
 export function loadConfig(options: LoadConfigOptions = {}): Config {
   const problems: ConfigProblem[] = [];
-  let tree = readYaml(DEFAULT_CONFIG_FILE, problems);
+  let tree = readYaml(defaultConfigFile(), problems);
   if (options.file !== undefined) {
     const overrides = readYaml(options.file, problems);
     for (const [path, variable] of SECRETS) {

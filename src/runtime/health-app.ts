@@ -37,3 +37,23 @@ export function buildHealthApp({ metrics, checks }: HealthAppOptions): FastifyIn
   );
   return app;
 }
+
+/** A running health server (see {@link startHealthServer}). */
+export interface HealthServer {
+  /** Its address, e.g. `http://127.0.0.1:9464`. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the health port of a long-running role (`worker.metrics_port`, `METRICS_PORT`): every
+ * role serves `/healthz`, `/readyz` and `/metrics` there, so that one probe (the image's
+ * HEALTHCHECK, a Kubernetes probe) fits all of them.
+ */
+export async function startHealthServer(
+  options: HealthAppOptions & { port: number; host: string },
+): Promise<HealthServer> {
+  const app = buildHealthApp(options);
+  const url = await app.listen({ port: options.port, host: options.host });
+  return { url, close: () => app.close() };
+}

@@ -7,17 +7,30 @@ import { runWorker, type RunningProcess } from './run-worker.ts';
 
 /**
  * `concordance-worker start`: ingest and workers in one process (small sites, demos). One process,
- * one metrics registry: the ingest API's `/metrics` and the worker's serve the same numbers (scrape
- * one of them).
+ * one metrics registry: the ingest API's `/metrics` and the health port's serve the same numbers
+ * (scrape one of them). One health port (`worker.metrics_port`): its `/readyz` holds while Redis
+ * answers, the workers run and the ingest serves.
  */
 export async function runAll(config: Config, logger: Logger): Promise<RunningProcess> {
   assertRoleConfig(config, 'start');
   const registry = processRegistry();
-  const worker = await runWorker(config, logger.child({ role: 'work' }), { registry });
+  let ingestServing = false;
+  const worker = await runWorker(config, logger.child({ role: 'work' }), {
+    registry,
+    checks: { ingest: () => ingestServing },
+  });
   try {
-    const ingest = await runIngest(config, logger.child({ role: 'ingest' }), { registry });
+    const ingest = await runIngest(config, logger.child({ role: 'ingest' }), {
+      registry,
+      healthServer: false,
+    });
+    ingest.ready.then(
+      () => (ingestServing = true),
+      () => undefined,
+    );
     return {
       url: ingest.url,
+      healthUrl: worker.healthUrl,
       ready: Promise.all([worker.ready, ingest.ready]).then(() => undefined),
       // In parallel, so that both fit in one shutdown grace period: the ingest stops accepting
       // at once either way, and what it had accepted is in Redis for the next worker.

@@ -4,26 +4,37 @@ import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
-import { redisAnswers, requestConnection } from '../queues/redis-connections.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
 import { patientAdminFor } from './patient-admin-for.ts';
+import { redisAnswers, requestConnection } from '../queues/redis-connections.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
+import { startHealthServer, type HealthServer } from './health-app.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { settlesWithin } from './close-worker.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
 import { ProblemTerminology } from '../terminology/problem-terminology.ts';
 
+export interface IngestOptions extends RoleOptions {
+  /**
+   * Whether the ingest opens the health port (`worker.metrics_port`) itself; in `start` the
+   * worker's health port serves both roles.
+   * @defaultValue true
+   */
+  healthServer?: boolean;
+}
+
 /**
- * `concordance-worker ingest`: the HTTP API that accepts record updates and presets, and the MLLP
- * listener. Both ports open at once, before Redis answers: until the queue is set up the routes
- * answer 503 (`/readyz` too) and MLLP messages get the transient reply, so that senders keep their
- * messages and resend them.
+ * `concordance-worker ingest`: the HTTP API that accepts record updates and presets, the MLLP
+ * listener and the health port (`/healthz`, `/readyz`, `/metrics` on `worker.metrics_port`, as
+ * every long-running role). All open at once, before Redis answers: until the queue is set up the
+ * routes answer 503 (`/readyz` too) and MLLP messages get the transient reply, so that senders
+ * keep their messages and resend them.
  */
 export async function runIngest(
   config: Config,
   logger: Logger,
-  options: RoleOptions = {},
+  options: IngestOptions = {},
 ): Promise<RunningProcess> {
   assertRoleConfig(config, 'ingest');
   const keys = crosswalkKeysFrom(config);
@@ -64,6 +75,16 @@ export async function runIngest(
   const patientAdmin = patientAdminFor({ config, redis, keys, logger, queue });
   const admin = patientAdmin.admin;
   const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
+  let health: HealthServer | undefined;
+  if (options.healthServer !== false) {
+    health = await startHealthServer({
+      port: config.worker.metrics_port,
+      host: config.worker.host,
+      metrics: context.metrics,
+      checks: { redis: () => redisAnswers(redis), ingest: () => serving },
+    });
+    logger.info({ url: health.url }, 'health server listening');
+  }
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({
@@ -84,10 +105,12 @@ export async function runIngest(
   ready.catch(() => undefined);
   return {
     url,
+    healthUrl: health?.url ?? url,
     ready,
     async close() {
       await mllp?.close();
       await app.close();
+      await health?.close();
       unwatch();
       outages.stop();
       await settlesWithin(patientAdmin.close(), 1_000);

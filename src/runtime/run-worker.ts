@@ -12,7 +12,7 @@ import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { WebhookChannel } from '../delivery/webhook-channel.ts';
 import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
-import { buildHealthApp } from './health-app.ts';
+import { startHealthServer, type ReadinessCheck } from './health-app.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
 import { settlesWithin } from './close-worker.ts';
 import { crosswalkKeysFrom, pipelineContext } from './pipeline-context.ts';
@@ -25,6 +25,11 @@ import { registerDemographicsWaitGauge } from '../records/demographics-wait-gaug
 export interface RunningProcess {
   /** Where /healthz, /readyz and /metrics answer (or the ingest API, for ingest). */
   url: string;
+  /**
+   * The health port's address (`worker.metrics_port`): `/healthz`, `/readyz`, `/metrics` of every
+   * long-running role.
+   */
+  healthUrl: string;
   /**
    * Resolves once the role does its work (Redis answered, workers started); until then its health
    * port answers `/readyz` 503. Rejects when the start-up fails for another reason than Redis.
@@ -44,6 +49,8 @@ export interface RoleOptions {
    * @defaultValue a registry of this role's own, with the default process metrics
    */
   registry?: Registry;
+  /** More readiness checks for the worker's `/readyz` (`start`: the ingest's). */
+  checks?: Record<string, ReadinessCheck>;
 }
 
 /** Time kept out of the shutdown grace for closing servers and connections after the workers. */
@@ -130,14 +137,17 @@ export async function runWorker(
   const demographics = new DemographicsWait({ redis, prefix: context.prefix });
   registerDemographicsWaitGauge(context.metrics, demographics);
 
-  const health = buildHealthApp({
+  const health = await startHealthServer({
+    port: config.worker.metrics_port,
+    host: config.worker.host,
     metrics: context.metrics,
     checks: {
       redis: () => redisAnswers(redis),
       workers: () => registry.allRunning(),
+      ...options.checks,
     },
   });
-  const url = await health.listen({ port: config.worker.metrics_port, host: config.worker.host });
+  const { url } = health;
   logger.info({ url }, 'health server listening');
 
   const stopping = new AbortController();
@@ -205,6 +215,7 @@ export async function runWorker(
 
   return {
     url,
+    healthUrl: url,
     ready,
     workers: registry,
     async close() {

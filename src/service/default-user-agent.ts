@@ -1,31 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { PACKAGE_NAME, packageInfo } from '../package-root.ts';
 
-const NAME = 'concordance-worker';
-
-/**
- * `concordance-worker/<version>`, the version read from our package.json. The file is looked up
- * at run time, walking up from this module, because the built copy in `dist/src/service` sits
- * one level deeper than the source and a JSON import would be copied into `dist` by tsc.
- */
+/** `concordance-worker/<version>`, the version read from our package.json. */
 export function defaultUserAgent(): string {
-  for (const up of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg: unknown = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8'));
-      if (isOurPackage(pkg)) return `${NAME}/${pkg.version}`;
-    } catch {
-      // Not there (or unreadable): try the next level.
-    }
+  try {
+    return `${PACKAGE_NAME}/${packageInfo().version}`;
+  } catch {
+    // An incomplete installation: the name alone still identifies the client.
+    return PACKAGE_NAME;
   }
-  return NAME;
-}
-
-function isOurPackage(pkg: unknown): pkg is { version: string } {
-  return (
-    typeof pkg === 'object' &&
-    pkg !== null &&
-    'name' in pkg &&
-    pkg.name === NAME &&
-    'version' in pkg &&
-    typeof pkg.version === 'string'
-  );
 }

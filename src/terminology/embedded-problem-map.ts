@@ -3,6 +3,7 @@ import { parse } from 'csv-parse/sync';
 import { CODE_SYSTEMS } from '../records/clinical-record.ts';
 import { codeMapKey, type CodeMap } from './code-map.ts';
 import { formatIcd10Cm } from './problem-code-systems.ts';
+import { packageFile } from '../package-root.ts';
 
 /** How a row of the embedded map was chosen (see `data/terminology/SOURCE.md`). */
 export type EmbeddedBasis = 'title' | 'unspecified' | 'index';
@@ -15,7 +16,7 @@ export interface EmbeddedMapRow {
   readonly basis: EmbeddedBasis;
 }
 
-const dataFile = new URL('../../data/terminology/snomed-ct-icd10cm-common.csv', import.meta.url);
+const DATA_FILE = 'data/terminology/snomed-ct-icd10cm-common.csv';
 
 let rows: readonly EmbeddedMapRow[] | undefined;
 let map: CodeMap | undefined;
@@ -23,7 +24,7 @@ let map: CodeMap | undefined;
 /** The rows of the shipped table of common chronic problem-list concepts, read once. */
 export function embeddedMapRows(): readonly EmbeddedMapRow[] {
   if (rows !== undefined) return rows;
-  const records: Record<string, string>[] = parse(readFileSync(dataFile, 'utf8'), {
+  const records: Record<string, string>[] = parse(readFileSync(packageFile(DATA_FILE), 'utf8'), {
     columns: true,
     skip_empty_lines: true,
     trim: true,

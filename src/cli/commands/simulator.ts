@@ -1,4 +1,6 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { processRegistry } from '../../observability/process-registry.ts';
+import { startHealthServer, type HealthServer } from '../../runtime/health-app.ts';
 import type { FaultProfile } from '../../simulator/fault-profile.ts';
 import { loadFaultProfile } from '../../simulator/faults/load-fault-profile.ts';
 import { startSimulator } from '../../simulator/start-simulator.ts';
@@ -14,6 +16,7 @@ interface SimulatorCliOptions {
   requestLog: number;
   relationships: number;
   jobTtl: number;
+  healthPort?: number;
 }
 
 /** The key used when neither --api-key nor SERVICE_API_KEY is given: for local use only. */
@@ -90,6 +93,14 @@ export function registerSimulatorCommand(program: Command): void {
       5_000,
     )
     .option('--job-ttl <seconds>', 'how long a finished job stays readable', integer(0), 3600)
+    .addOption(
+      new Option(
+        '--health-port <port>',
+        'also serve /healthz, /readyz, /metrics on this port, on --host (0: any free port)',
+      )
+        .env('METRICS_PORT')
+        .argParser(integer(0, 65_535)),
+    )
     .showHelpAfterError(false)
     .action(async (opts: SimulatorCliOptions, command: Command) => {
       let faults: FaultProfile | undefined;
@@ -118,6 +129,21 @@ export function registerSimulatorCommand(program: Command): void {
         relationshipCount: opts.relationships,
         jobTtlMs: opts.jobTtl * 1000,
       });
+      let health: HealthServer | undefined;
+      if (opts.healthPort !== undefined) {
+        try {
+          health = await startHealthServer({
+            port: opts.healthPort,
+            host: opts.host,
+            metrics: processRegistry(),
+            // Ready once it listens: the simulator keeps nothing outside this process.
+            checks: { simulator: () => true },
+          });
+        } catch (err) {
+          await simulator.close();
+          throw err;
+        }
+      }
       const keySource =
         opts.apiKey.length > 0 ? '--api-key' : envKey ? 'SERVICE_API_KEY' : 'the local dev default';
       process.stdout.write(
@@ -125,12 +151,15 @@ export function registerSimulatorCommand(program: Command): void {
           `(${apiKeys.length} API key${apiKeys.length === 1 ? '' : 's'} from ${keySource}, ` +
           `seed ${opts.seed}, ${opts.relationships} relationships` +
           `${opts.faults === undefined ? '' : `, faults from ${opts.faults}`}, ` +
+          `${health === undefined ? '' : `health on ${health.url}, `}` +
           `started in ${Math.round(performance.now() - started)} ms)\n`,
       );
       const stop = () => {
         process.off('SIGINT', stop);
         process.off('SIGTERM', stop);
-        void simulator.close().then(() => process.stdout.write('simulator stopped\n'));
+        void Promise.all([simulator.close(), health?.close()]).then(() =>
+          process.stdout.write('simulator stopped\n'),
+        );
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

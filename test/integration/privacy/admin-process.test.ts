@@ -27,6 +27,7 @@ describe('the ingest process serves purge and opt-out', () => {
       INGEST_PORT: '0',
       INGEST_HOST: '127.0.0.1',
       MLLP_PORT: '0',
+      METRICS_PORT: '0',
       LOG_LEVEL: 'info',
     });
     cleanup = async () => {
