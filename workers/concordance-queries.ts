@@ -1,5 +1,5 @@
 import { DelayedError, Queue, RateLimitError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config/config-schema.ts';
 import type { ResultEvent } from '../src/delivery/result-event.ts';
@@ -43,7 +43,7 @@ export type QueryJobResult =
 
 export interface ConcordanceQueriesDeps {
   /** A worker connection (`maxRetriesPerRequest: null`). */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   config: Config;
   client: ServiceClient;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
 import type { ResultEvent } from './result-event.ts';
 
@@ -18,7 +18,7 @@ return changed
 `;
 
 export interface ChangeDetectorOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Keys ignored at any depth (`delivery.change_detection.ignore_fields`). */
   ignoreFields: readonly string[];
@@ -30,7 +30,7 @@ export interface ChangeDetectorOptions {
  * error code and the normalized concordance. The first result of a key is always a change.
  */
 export class ChangeDetector {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #ignoreFields: readonly string[];
 

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config-schema.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -15,7 +15,7 @@ import { WebhookChannel } from './webhook-channel.ts';
 export interface CreateDeliveryRouterOptions {
   config: Config;
   /** Any connection; the channels' queues only add jobs. */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   /** The crosswalk keys: events waiting for the webhook rest sealed with them. */
   keys: CrosswalkKeys;

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { DeadLetter } from './dead-letter.ts';
 import type { DeadLetterStore } from './dead-letter-store.ts';
@@ -10,7 +10,7 @@ import { WebhookDeliveryJobs } from './webhook-delivery-jobs.ts';
 import { queryKeyOf, WebhookDeliveryStore } from './webhook-delivery-store.ts';
 
 export interface WebhookChannelOptions {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   /** The crosswalk keys: a waiting event's `patient_id` rests sealed with them. */
   keys: CrosswalkKeys;
@@ -38,7 +38,7 @@ export class WebhookChannel implements DeliveryChannel {
   readonly queue: Queue<WebhookJobData>;
   readonly store: WebhookDeliveryStore;
   readonly #jobs: WebhookDeliveryJobs;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #now: () => number;
 
   constructor({ connection, prefix, keys, now = Date.now }: WebhookChannelOptions) {

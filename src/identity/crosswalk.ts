@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from './crosswalk-keys.ts';
 
 /** Creates the entry unless another process got there first; returns the id in force. */
@@ -32,7 +32,7 @@ return 1
 `;
 
 export interface CrosswalkOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
   prefix: string;
   keys: CrosswalkKeys;
@@ -43,7 +43,7 @@ export interface CrosswalkOptions {
  * up only by its HMAC and stored only sealed (AES-256-GCM), bound to its service id.
  */
 export class Crosswalk {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #keys: CrosswalkKeys;
 

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { scanEach, type RedisClient } from '../queues/redis-client.ts';
 import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
 import { sealOutboundEvent } from '../delivery/outbound-event.ts';
 import { outboundAesKey } from '../delivery/outbound-seal.ts';
@@ -39,7 +39,7 @@ export interface KeyPair<K> {
 }
 
 export interface RotateKeysOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Re-seal what `CROSSWALK_KEY` protects (crosswalk, records, FHIR ids, waiting events, dead letters). */
   crosswalk?: KeyPair<CrosswalkKeys>;
@@ -69,13 +69,8 @@ const empty = (): RotationCount => ({ resealed: 0, already: 0, unreadable: 0 });
 /** `text` matched literally by a SCAN pattern. */
 const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
 
-async function* scan(redis: Redis, pattern: string, type: string): AsyncGenerator<string> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500, 'TYPE', type);
-    cursor = next;
-    yield* keys;
-  } while (cursor !== '0');
+async function* scan(redis: RedisClient, pattern: string, type: string): AsyncGenerator<string> {
+  for await (const keys of scanEach(redis, pattern, { type, count: 500 })) yield* keys;
 }
 
 /** Whether `open` succeeds (a sealed value under these keys and this context). */
@@ -223,7 +218,7 @@ async function rotateCrosswalk(
 }
 
 async function resealField(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   field: string,
   context: string,
@@ -244,7 +239,7 @@ async function resealField(
 
 /** Writes `outcome` over `previous` (only if unchanged) and counts it. */
 async function apply(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   field: string,
   previous: string,

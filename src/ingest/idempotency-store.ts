@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 export interface IdempotencyStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
   prefix: string;
   /**
@@ -19,7 +19,7 @@ export interface IdempotencyStoreOptions {
  * is durable.
  */
 export class IdempotencyStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #ttlSeconds: number;
 

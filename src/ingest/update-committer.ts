@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import type { CrosswalkPlan } from '../identity/crosswalk.ts';
@@ -206,7 +206,7 @@ export type CommitResult =
   | { status: 'missing' };
 
 export interface UpdateCommitterOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   records: RecordStore;
   presets: PresetStore;
@@ -239,7 +239,7 @@ export class UpdateCommitter {
    */
   static fromConfig(deps: {
     config: Pick<Config, 'queries' | 'ingest' | 'privacy' | 'redis'>;
-    redis: Redis;
+    redis: RedisClient;
     records: RecordStore;
     presets: PresetStore;
     registry: Registry;

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../tools/local-redis.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { PipelineMetrics, QUEUE_JOB_STATES } from './pipeline-metrics.ts';
 
@@ -28,7 +29,7 @@ describe('PipelineMetrics', () => {
     await redis.cleanup();
   });
 
-  const queue = (name: string, connection: Redis = redis.redis) => {
+  const queue = (name: string, connection: RedisClient = redis.redis) => {
     const q = new Queue(name, { connection, prefix: redis.prefix });
     closers.unshift(() => q.close());
     return q;

@@ -1,9 +1,9 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { z } from 'zod';
 import { PRESET_SOURCES, type PresetSource } from './preset-source.ts';
 
 export interface PresetStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
   prefix: string;
 }
@@ -27,7 +27,7 @@ const StoredValueSchema = z.object({
  * hospital's own patient id.
  */
 export class PresetStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
   constructor({ redis, prefix }: PresetStoreOptions) {

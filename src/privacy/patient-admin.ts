@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -45,7 +45,7 @@ export interface OptInReport {
 }
 
 export interface PatientAdminOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   keys: CrosswalkKeys;
   /** The query queue, whose jobs of the patient are removed. */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 /**
  * The Redis key of a patient's opt-out: a plain string holding the time of the opt-out (ISO
@@ -9,7 +9,7 @@ export function optOutKey(prefix: string, patientServiceId: string): string {
 }
 
 export interface PatientConsentOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
 }
 
@@ -18,7 +18,7 @@ export interface PatientConsentOptions {
  * still accepted and stored, but no query is scheduled (ingest) nor submitted (worker).
  */
 export class PatientConsent {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
   constructor({ redis, prefix }: PatientConsentOptions) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PatientConsent } from './patient-consent.ts';
 import type { PatientEraser } from './patient-eraser.ts';
@@ -6,7 +6,7 @@ import type { PatientQueryJobs } from './patient-query-jobs.ts';
 import { globLiteral, scanKeys } from './redis-keys.ts';
 
 export interface PatientPurgeOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   crosswalk: Crosswalk;
   consent: PatientConsent;
@@ -45,7 +45,7 @@ export interface PurgeResult {
  * patient and schedule no query. To erase those too, opt the patient in, then purge.
  */
 export class PatientPurge {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #crosswalk: Crosswalk;
   readonly #consent: PatientConsent;

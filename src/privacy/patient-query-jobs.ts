@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { removeDueQueriesOf } from '../queries/query-outbox.ts';
 import { globLiteral, scanKeys } from './redis-keys.ts';
 
@@ -10,7 +10,7 @@ const NOT_STARTED = new Set(['waiting', 'delayed', 'prioritized', 'paused', 'wai
 const PAGE = 1_000;
 
 export interface PatientQueryJobsOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** The query queue (`concordance-queries`). */
   queue: Queue;
@@ -28,7 +28,7 @@ export interface RemovedQueryJobs {
  * (see `queryJobId`), so they are found by their keys (`SCAN`), whatever state they are in.
  */
 export class PatientQueryJobs {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #queue: Queue;
   readonly #base: string;
   readonly #prefix: string;

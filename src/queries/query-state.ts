@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
 
 /** One record update that asked for a query. */
@@ -84,7 +84,7 @@ export interface RemoteJob {
 }
 
 export interface QueryStateOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
 }
 
@@ -95,7 +95,7 @@ export interface QueryStateOptions {
  * destroyed by one.
  */
 export class QueryState {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
   constructor({ redis, prefix }: QueryStateOptions) {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 /**
  * Adds (patient, category) to the waiting set unless it is there (its first wait counts), and
@@ -50,11 +50,11 @@ export type WaitDecision =
  */
 export class DemographicsWait {
   readonly name = 'waiting_for_demographics';
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #zset: string;
   readonly #hash: string;
 
-  constructor(options: { redis: Redis; prefix: string }) {
+  constructor(options: { redis: RedisClient; prefix: string }) {
     this.#redis = options.redis;
     this.#zset = `${options.prefix}:waitdemo`;
     this.#hash = `${options.prefix}:waitdemo:seq`;

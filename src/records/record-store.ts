@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { AssembledPatientSchema, type AssembledPatient } from '../interface/assembled-patient.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { normalizedContent } from '../delivery/normalized-content.ts';
@@ -40,14 +40,14 @@ export interface StoredRecord {
 }
 
 export interface RecordStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   keys: CrosswalkKeys;
 }
 
 /** The current AssembledPatient of each patient, sealed at rest (AES-256-GCM). */
 export class RecordStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #keys: CrosswalkKeys;
 

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Config } from '../config/config-schema.ts';
 import { purgePatientDeliveries } from '../delivery/purge-patient-deliveries.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -17,7 +17,7 @@ import { DemographicsWait } from '../records/demographics-wait.ts';
  */
 export function patientErasers(
   config: Config,
-  redis: Redis,
+  redis: RedisClient,
   keys: CrosswalkKeys,
 ): { erasers: PatientEraser[]; queues: Queue[] } {
   const prefix = config.redis.prefix;
@@ -53,7 +53,7 @@ export function patientErasers(
  */
 export function patientAdminFor(options: {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   keys: CrosswalkKeys;
   logger: Logger;
   queue?: Queue;

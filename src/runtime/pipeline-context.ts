@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
@@ -20,7 +20,7 @@ import { StartupError } from './startup-error.ts';
 export interface PipelineContext {
   config: Config;
   logger: Logger;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   keys: CrosswalkKeys;
   crosswalk: Crosswalk;
@@ -51,7 +51,7 @@ export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
 export function pipelineContext(
   config: Config,
   logger: Logger,
-  redis: Redis,
+  redis: RedisClient,
   keys: CrosswalkKeys = crosswalkKeysFrom(config),
   registry: Registry = processRegistry(),
 ): PipelineContext {
@@ -73,7 +73,7 @@ export function pipelineContext(
 }
 
 /** The query queue as producers see it: submission retries and retention are set per job. */
-export function queriesQueue(context: PipelineContext, connection: Redis): Queue {
+export function queriesQueue(context: PipelineContext, connection: RedisClient): Queue {
   return new Queue(CONCORDANCE_QUERIES, {
     connection,
     prefix: context.prefix,
@@ -89,7 +89,10 @@ export function queryScheduler(context: PipelineContext): QueryScheduler {
 }
 
 /** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY`. */
-export function outboundChannel(context: PipelineContext, connection: Redis): OutboundQueueChannel {
+export function outboundChannel(
+  context: PipelineContext,
+  connection: RedisClient,
+): OutboundQueueChannel {
   const outbound = context.config.delivery.outbound_queue;
   if (outbound.key === undefined) {
     throw new StartupError('OUTBOUND_KEY is not set: the outbound queue seals patient_id with it');

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Config } from '../config/config-schema.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
@@ -39,13 +39,13 @@ export interface PipelineStatus {
 export interface ReadStatusOptions {
   config: Config;
   /** A request connection: a status read fails fast while Redis is unreachable. */
-  redis: Redis;
+  redis: RedisClient;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
 
 /** The queues this configuration uses, the webhook's only when configured or already present. */
-async function queueNames(config: Config, redis: Redis): Promise<string[]> {
+async function queueNames(config: Config, redis: RedisClient): Promise<string[]> {
   const names = [CONCORDANCE_QUERIES];
   if (
     config.delivery.outbound_queue.enabled ||
@@ -59,14 +59,14 @@ async function queueNames(config: Config, redis: Redis): Promise<string[]> {
   return names;
 }
 
-async function exists(redis: Redis, config: Config, name: string): Promise<boolean> {
+async function exists(redis: RedisClient, config: Config, name: string): Promise<boolean> {
   const base = `${config.redis.prefix}:${name}`;
   return (await redis.exists(`${base}:meta`, `${base}:id`)) > 0;
 }
 
 async function queueStatus(
   queue: Queue,
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   now: number,
 ): Promise<QueueStatus> {

@@ -4,7 +4,7 @@ import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
-import { requestConnection } from '../queues/redis-connections.ts';
+import { queueConnectionFor, requestConnection } from '../queues/redis-connections.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
 import { patientAdminFor } from './patient-admin-for.ts';
@@ -32,7 +32,10 @@ export async function runIngest(
   });
   const outages = new RedisOutageLog({ logger }).watch(redis);
   const context = pipelineContext(config, logger, redis, keys, options.registry);
-  const queue = queriesQueue(context, redis);
+  // On a Redis Cluster the queue gets a copy of the connection that waits for the cluster.
+  const forQueues = queueConnectionFor(redis);
+  if (forQueues.owned) outages.watch(forQueues.connection);
+  const queue = queriesQueue(context, forQueues.connection);
   outages.listen(queue.name, queue);
   const unwatch = context.pipelineMetrics.watchQueues(queue);
   let serving = false;
@@ -87,8 +90,10 @@ export async function runIngest(
       outages.stop();
       await settlesWithin(patientAdmin.close(), 1_000);
       await settlesWithin(queue.close(), 1_000);
-      if (redis.status === 'ready') await settlesWithin(redis.quit(), 1_000);
-      redis.disconnect();
+      for (const connection of forQueues.owned ? [forQueues.connection, redis] : [redis]) {
+        if (connection.status === 'ready') await settlesWithin(connection.quit(), 1_000);
+        connection.disconnect();
+      }
       logger.info('ingest stopped');
     },
   };

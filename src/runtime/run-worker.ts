@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
@@ -55,7 +55,7 @@ export function workerCloseBudgetMs(config: Config): number {
 }
 
 /** Resolves once `redis` is ready (at once if it is); rejects with `signal`'s reason. */
-function redisReady(redis: Redis, signal: AbortSignal): Promise<void> {
+function redisReady(redis: RedisClient, signal: AbortSignal): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const ready = () => {

@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import {
   initConcordanceQueries,
@@ -32,7 +32,7 @@ import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import { captureLogs, type LogCapture } from './log-capture.ts';
 import { newOutboundKey, openedEvents } from './outbound.ts';
-import { isolatedRedis, testRedisUrl } from './redis.ts';
+import { isolatedRedis, testRedisEndpoint, testRedisEnv } from './redis.ts';
 
 export const API_KEY = 'pipeline-test-key';
 
@@ -112,7 +112,7 @@ export class PipelineHarness {
 
   readonly config: Config;
   readonly simulator: RunningSimulator;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly crosswalk: Crosswalk;
   readonly records: RecordStore;
@@ -140,7 +140,7 @@ export class PipelineHarness {
     secret: string;
     config: Config;
     simulator: RunningSimulator;
-    redis: Redis;
+    redis: RedisClient;
     prefix: string;
     crosswalk: Crosswalk;
     records: RecordStore;
@@ -169,7 +169,7 @@ export class PipelineHarness {
   /** The environment a `concordance-worker work` process needs to join this pipeline. */
   processEnv(): Record<string, string> {
     return {
-      REDIS_URL: testRedisUrl(),
+      ...testRedisEnv(),
       REDIS_PREFIX: this.prefix,
       SERVICE_BASE_URL: this.simulator.url,
       SERVICE_API_KEY: API_KEY,
@@ -238,7 +238,7 @@ export class PipelineHarness {
     /** Where results go. @defaultValue the outbound queue alone */
     sink: ResultSink = this.outbound,
   ): Promise<{ close(): Promise<void> }> {
-    const connection = workerConnection(testRedisUrl(), 'test-worker');
+    const connection = workerConnection(testRedisEndpoint(), 'test-worker');
     const client = createServiceClient(
       serviceClientOptions(
         {

@@ -76,7 +76,7 @@ export function registerKeysCommand(program: Command): void {
         outboundAesKey(from);
         outbound = { from, to, queueName: config.delivery.outbound_queue.name };
       }
-      const redis = requestConnection(config.redis.url, 'cw-keys-rotate', {
+      const redis = requestConnection(config.redis, 'cw-keys-rotate', {
         enableOfflineQueue: true,
       });
       try {

@@ -21,7 +21,7 @@ import {
   sampleRecord,
   testConfig,
 } from '../../support/pipeline-harness.ts';
-import { testRedisUrl } from '../../support/redis.ts';
+import { testRedisEndpoint } from '../../support/redis.ts';
 import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 
 const TOKEN = randomBytes(24).toString('hex');
@@ -108,7 +108,7 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
         from_problem_list: { ...loaded.presets.from_problem_list, enabled: false },
       },
     };
-    const connection = requestConnection(testRedisUrl(), 'faulty-ingest');
+    const connection = requestConnection(testRedisEndpoint(), 'faulty-ingest');
     connection.on('error', () => undefined);
     if (connection.status !== 'ready') await once(connection, 'ready');
     faulty = new FaultyRedis(connection);

@@ -8,7 +8,7 @@ import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
-import { testRedisUrl } from '../../support/redis.ts';
+import { testRedisEndpoint } from '../../support/redis.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
 
 /** One planted local id per way an event can rest: delivered, waiting for retry, dead-lettered. */
@@ -62,7 +62,7 @@ describe('nothing identifying at rest', () => {
       logger: h.logs.logger,
     });
     closers.push(() => routing.close());
-    const connection = workerConnection(testRedisUrl(), 'test-planted-webhook');
+    const connection = workerConnection(testRedisEndpoint(), 'test-planted-webhook');
     const deadLetters = new DeadLetterStore({ redis: h.redis, prefix: h.prefix, keys });
     const webhook = await initWebhookDeliveries({
       config,

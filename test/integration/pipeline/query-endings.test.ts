@@ -5,7 +5,7 @@ import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
-import { testRedisUrl } from '../../support/redis.ts';
+import { testRedisEndpoint } from '../../support/redis.ts';
 
 /** Every query ends with an event, whatever the service answers and whatever befalls its job. */
 describe('every query ends with an event', () => {
@@ -81,7 +81,7 @@ describe('every query ends with an event', () => {
     });
     harness = await PipelineHarness.start({ config });
     // A worker that takes the query and dies holding it: its lock is never renewed.
-    const connection = workerConnection(testRedisUrl(), 'test-dying-worker');
+    const connection = workerConnection(testRedisEndpoint(), 'test-dying-worker');
     const dying = new Worker(CONCORDANCE_QUERIES, null, {
       connection,
       prefix: harness.prefix,
