@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
 import type { ResultEvent } from './result-event.ts';
@@ -19,7 +20,8 @@ return changed
 
 export interface ChangeDetectorOptions {
   redis: RedisClient;
-  prefix: string;
+  /** A prefix, or the partitions (a key's last result lives in its patient's partition). */
+  prefix: KeySpace;
   /** Keys ignored at any depth (`delivery.change_detection.ignore_fields`). */
   ignoreFields: readonly string[];
 }
@@ -31,7 +33,7 @@ export interface ChangeDetectorOptions {
  */
 export class ChangeDetector {
   readonly #redis: RedisClient;
-  readonly #prefix: string;
+  readonly #prefix: KeySpace;
   readonly #ignoreFields: readonly string[];
 
   constructor({ redis, prefix, ignoreFields }: ChangeDetectorOptions) {
@@ -53,7 +55,8 @@ export class ChangeDetector {
 
   /** Records `event` as the key's latest result; true when it differs from the previous one. */
   async check(event: ResultEvent): Promise<boolean> {
-    const key = `${this.#prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
+    const prefix = patientPrefix(this.#prefix, event.patient_service_id);
+    const key = `${prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
     const changed = await this.#redis.eval(CHECK, 1, key, this.contentHash(event), event.id);
     return changed === 1;
   }

@@ -1,3 +1,4 @@
+import { basePrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config-schema.ts';
@@ -16,7 +17,11 @@ export interface CreateDeliveryRouterOptions {
   config: Config;
   /** Any connection; the channels' queues only add jobs. */
   connection: RedisClient;
-  prefix: string;
+  /**
+   * A prefix, or the partitions: the webhook's queues and lines, and the change detector's last
+   * results, are per partition; the outbound queue is one queue under the configured prefix.
+   */
+  prefix: KeySpace;
   /** The crosswalk keys: events waiting for the webhook rest sealed with them. */
   keys: CrosswalkKeys;
   logger: Logger;
@@ -61,7 +66,8 @@ export function createDeliveryRouter({
     channels.push(
       new OutboundQueueChannel({
         connection,
-        prefix,
+        // One queue for the hospital's consumers, whatever the partitions (README, "Scale out").
+        prefix: basePrefix(prefix),
         name: outbound.name,
         retention: outbound.retention,
         key: outbound.key,

@@ -1,3 +1,4 @@
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { globLiteral, scanEach, type RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { DeadLetterStore } from './dead-letter-store.ts';
@@ -18,9 +19,11 @@ export interface PurgedDeliveries {
  * outbound queue belong to the hospital's consumer and are left alone.
  */
 export async function purgePatientDeliveries(
-  { redis, prefix, keys }: { redis: RedisClient; prefix: string; keys: CrosswalkKeys },
+  { redis, prefix: space, keys }: { redis: RedisClient; prefix: KeySpace; keys: CrosswalkKeys },
   patientServiceId: string,
 ): Promise<PurgedDeliveries> {
+  // A patient's lines, letters and last results are in its partition.
+  const prefix = patientPrefix(space, patientServiceId);
   const pending = await new WebhookDeliveryStore({ redis, prefix, keys }).purgePatient(
     patientServiceId,
   );

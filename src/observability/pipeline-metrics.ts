@@ -19,6 +19,12 @@ export interface CountedQueue {
   getJobCounts(...types: JobType[]): Promise<Record<string, number>>;
 }
 
+/** A queue of one partition (`redis.partitions`), for the gauge's `partition` label. */
+export interface PartitionQueue {
+  queue: CountedQueue;
+  partition: number;
+}
+
 /** The job states `cw_queue_jobs` reports, every one of them on every scrape (zeros included). */
 export const QUEUE_JOB_STATES = [
   'waiting',
@@ -44,9 +50,9 @@ export interface ServiceResponse {
  * The queues each registry's gauge reads. Kept per registry, not per {@link PipelineMetrics}: two
  * roles of one process (ingest and work in `start`) share the gauge and each adds its queues.
  */
-const watchedQueues = new WeakMap<Registry, Set<CountedQueue>>();
+const watchedQueues = new WeakMap<Registry, Set<PartitionQueue>>();
 
-function queuesOf(registry: Registry): Set<CountedQueue> {
+function queuesOf(registry: Registry): Set<PartitionQueue> {
   let queues = watchedQueues.get(registry);
   if (queues === undefined) {
     queues = new Set();
@@ -236,41 +242,47 @@ export class PipelineMetrics {
         new Gauge({
           name: 'cw_queue_jobs',
           help: 'Jobs in each queue by state, read from Redis on every scrape.',
-          labelNames: ['queue', 'state'],
+          labelNames: ['queue', 'state', 'partition'],
           registers,
           // Read on scrape, so the numbers are Redis's, not this process's view. A queue whose
           // counts do not come (Redis unreachable) is left out rather than reported stale.
           async collect() {
-            const byName = new Map<string, CountedQueue>();
-            for (const queue of queues) if (!byName.has(queue.name)) byName.set(queue.name, queue);
+            const byName = new Map<string, PartitionQueue>();
+            for (const entry of queues) {
+              const key = `${entry.queue.name}|${entry.partition}`;
+              if (!byName.has(key)) byName.set(key, entry);
+            }
             const read = await Promise.all(
-              [...byName.values()].map(async (queue) => ({
+              [...byName.values()].map(async ({ queue, partition }) => ({
                 name: queue.name,
+                partition: String(partition),
                 counts: await countsWithin(queue, QUEUE_COUNT_TIMEOUT_MS).catch(() => null),
               })),
             );
             // Replaced in one synchronous step, so that two scrapes at once never mix.
             this.reset();
-            for (const { name, counts } of read) {
+            for (const { name, partition, counts } of read) {
               if (counts === null) continue;
               for (const state of QUEUE_JOB_STATES)
-                this.set({ queue: name, state }, counts[state] ?? 0);
+                this.set({ queue: name, state, partition }, counts[state] ?? 0);
             }
           },
         }),
     );
   }
 
-  readonly #queues: Set<CountedQueue>;
+  readonly #queues: Set<PartitionQueue>;
 
   /**
-   * Adds queues to `cw_queue_jobs` (one series set per queue name, whichever role added it);
-   * returns a function that takes them out again (call it before closing the queues).
+   * Adds queues to `cw_queue_jobs` (one series set per queue name and partition, whichever role
+   * added it; a bare queue is partition 0's); returns a function that takes them out again (call
+   * it before closing the queues).
    */
-  watchQueues(...queues: CountedQueue[]): () => void {
-    for (const queue of queues) this.#queues.add(queue);
+  watchQueues(...queues: (CountedQueue | PartitionQueue)[]): () => void {
+    const entries = queues.map((q) => ('queue' in q ? q : { queue: q, partition: 0 }));
+    for (const entry of entries) this.#queues.add(entry);
     return () => {
-      for (const queue of queues) this.#queues.delete(queue);
+      for (const entry of entries) this.#queues.delete(entry);
     };
   }
 

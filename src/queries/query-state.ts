@@ -1,3 +1,4 @@
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
 
@@ -85,7 +86,11 @@ export interface RemoteJob {
 
 export interface QueryStateOptions {
   redis: RedisClient;
-  prefix: string;
+  /**
+   * A prefix, or the partitions: a (patient, category)'s state, and the due set its new queries
+   * go to, are its patient's partition's.
+   */
+  prefix: KeySpace;
 }
 
 /**
@@ -96,7 +101,7 @@ export interface QueryStateOptions {
  */
 export class QueryState {
   readonly #redis: RedisClient;
-  readonly #prefix: string;
+  readonly #prefix: KeySpace;
 
   constructor({ redis, prefix }: QueryStateOptions) {
     this.#redis = redis;
@@ -104,7 +109,7 @@ export class QueryState {
   }
 
   #key(patientServiceId: string, category: string): string {
-    return queryStateKey(this.#prefix, patientServiceId, category);
+    return queryStateKey(patientPrefix(this.#prefix, patientServiceId), patientServiceId, category);
   }
 
   /**
@@ -123,7 +128,7 @@ export class QueryState {
       SCHEDULE,
       2,
       this.#key(patientServiceId, category),
-      queryOutboxKey(this.#prefix),
+      queryOutboxKey(patientPrefix(this.#prefix, patientServiceId)),
       trigger.eventId,
       trigger.at,
       MAX_TRIGGER_IDS,

@@ -1,3 +1,4 @@
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { AssembledPatientSchema, type AssembledPatient } from '../interface/assembled-patient.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -41,14 +42,15 @@ export interface StoredRecord {
 
 export interface RecordStoreOptions {
   redis: RedisClient;
-  prefix: string;
+  /** A prefix, or the partitions: a record lives in its patient's partition. */
+  prefix: KeySpace;
   keys: CrosswalkKeys;
 }
 
 /** The current AssembledPatient of each patient, sealed at rest (AES-256-GCM). */
 export class RecordStore {
   readonly #redis: RedisClient;
-  readonly #prefix: string;
+  readonly #prefix: KeySpace;
   readonly #keys: CrosswalkKeys;
 
   constructor({ redis, prefix, keys }: RecordStoreOptions) {
@@ -63,7 +65,7 @@ export class RecordStore {
 
   /** The Redis hash of a patient's record (for scripts that write it with other keys). */
   keyOf(patientServiceId: string): string {
-    return `${this.#prefix}:rec:${patientServiceId}`;
+    return `${patientPrefix(this.#prefix, patientServiceId)}:rec:${patientServiceId}`;
   }
 
   /** A JSON record sealed as the `record` field of {@link keyOf} holds it. */

@@ -6,7 +6,7 @@ import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { queueConnectionFor, requestConnection } from '../queues/redis-connections.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
-import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
+import { crosswalkKeysFrom, pipelineContext, queriesQueues } from './pipeline-context.ts';
 import { patientAdminFor } from './patient-admin-for.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { assertRoleConfig } from './role-problems.ts';
@@ -35,11 +35,16 @@ export async function runIngest(
   // On a Redis Cluster the queue gets a copy of the connection that waits for the cluster.
   const forQueues = queueConnectionFor(redis);
   if (forQueues.owned) outages.watch(forQueues.connection);
-  const queue = queriesQueue(context, forQueues.connection);
-  outages.listen(queue.name, queue);
-  const unwatch = context.pipelineMetrics.watchQueues(queue);
+  // The query queue of every partition (one without partitions): purges and opt-outs remove a
+  // patient's jobs from its partition's, and /metrics counts them all.
+  const queues = queriesQueues(context, forQueues.connection);
+  for (const queue of queues) outages.listen(queue.name, queue);
+  const unwatch = context.pipelineMetrics.watchQueues(
+    ...queues.map((queue, partition) => ({ queue, partition })),
+  );
   let serving = false;
-  const presets = new PresetStore({ redis, prefix: context.prefix });
+  const { partitions } = context;
+  const presets = new PresetStore({ redis, prefix: partitions });
   const deps = {
     config,
     redis,
@@ -52,6 +57,7 @@ export async function runIngest(
       records: context.records,
       presets,
       registry: context.metrics,
+      keySpace: partitions,
     }),
     logger,
     metrics: { registry: context.metrics },
@@ -59,7 +65,7 @@ export async function runIngest(
   };
   const updates = ClinicalUpdates.fromDeps(deps);
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
-  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queue });
+  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queues });
   const admin = patientAdmin.admin;
   const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
   const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
@@ -75,7 +81,7 @@ export async function runIngest(
   logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
   // The queue's connection set-up waits for Redis, however long it is away. `ingest listening`
   // means serving (what scripts and tests wait for).
-  const ready = queue.waitUntilReady().then(() => {
+  const ready = Promise.all(queues.map((queue) => queue.waitUntilReady())).then(() => {
     serving = true;
     logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
   });
@@ -89,7 +95,7 @@ export async function runIngest(
       unwatch();
       outages.stop();
       await settlesWithin(patientAdmin.close(), 1_000);
-      await settlesWithin(queue.close(), 1_000);
+      await settlesWithin(Promise.all(queues.map((queue) => queue.close())), 1_000);
       for (const connection of forQueues.owned ? [forQueues.connection, redis] : [redis]) {
         if (connection.status === 'ready') await settlesWithin(connection.quit(), 1_000);
         connection.disconnect();

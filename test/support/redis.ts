@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Cluster, Redis } from 'ioredis';
 import { inject } from 'vitest';
-import type { RedisEndpoint } from '../../src/queues/redis-connections.ts';
+import { workerConnection, type RedisEndpoint } from '../../src/queues/redis-connections.ts';
 import { scanEach, type RedisClient } from '../../src/queues/redis-client.ts';
 
 /** The Redis the global setup chose for this run (a single server, whatever the mode). */
@@ -41,8 +41,12 @@ export function testRedisEnv(): Record<string, string> {
   };
 }
 
-/** A connection of the test's own (commands wait for Redis): a `Cluster` in a cluster run. */
-export function testRedisClient(): RedisClient {
+/**
+ * A connection of the test's own (commands wait for Redis): a `Cluster` in a cluster run, or to
+ * `endpoint` when given.
+ */
+export function testRedisClient(endpoint?: RedisEndpoint): RedisClient {
+  if (endpoint !== undefined) return workerConnection(endpoint, 'test');
   const nodes = testClusterNodes();
   if (nodes.length === 0) return new Redis(testRedisUrl(), { maxRetriesPerRequest: null });
   return new Cluster(
@@ -67,13 +71,13 @@ export async function deleteKeysUnder(redis: RedisClient, prefix: string): Promi
  * A key prefix of this test's own (`{cwtest-…}`, a hash tag as in production), and a connection
  * that deletes everything under it when the test is done. In a cluster run both are the cluster's.
  */
-export async function isolatedRedis(): Promise<{
+export async function isolatedRedis(endpoint?: RedisEndpoint): Promise<{
   prefix: string;
   redis: RedisClient;
   cleanup(): Promise<void>;
 }> {
   const prefix = `{cwtest-${randomUUID()}}`;
-  const redis = testRedisClient();
+  const redis = testRedisClient(endpoint);
   return {
     prefix,
     redis,
