@@ -10,6 +10,11 @@ declare module 'vitest' {
      * `npm run test:cluster`); empty when the run uses one Redis server.
      */
     redisClusterNodes: string[];
+    /**
+     * `redis.partitions` of the pipelines the tests start (`TEST_REDIS_PARTITIONS`, 3 in
+     * `npm run test:cluster`); 1 otherwise.
+     */
+    redisPartitions: number;
   }
 }
 
@@ -17,6 +22,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const redis = await acquireRedis();
   console.log(`tests use Redis from ${redis.origin}`);
   project.provide('redisUrl', redis.url);
+  const partitions = Number(process.env.TEST_REDIS_PARTITIONS ?? '1');
+  if (!Number.isInteger(partitions) || partitions < 1) {
+    throw new Error('TEST_REDIS_PARTITIONS must be a whole number of at least 1');
+  }
+  project.provide('redisPartitions', partitions);
+  if (partitions > 1) console.log(`the pipelines under test use ${partitions} partitions`);
   let stopCluster = async (): Promise<void> => undefined;
   if (process.env.TEST_REDIS_CLUSTER === '1') {
     // A 3-node cluster of private redis-servers: the pipeline's tests run against it.

@@ -1,4 +1,4 @@
-import type { Queue } from 'bullmq';
+import type { Job, JobType, Queue } from 'bullmq';
 import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import {
@@ -33,7 +33,7 @@ import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import { captureLogs, type LogCapture } from './log-capture.ts';
 import { newOutboundKey, openedEvents } from './outbound.ts';
-import { isolatedRedis, testRedisEndpoint } from './redis.ts';
+import { isolatedRedis, testPartitions, testRedisEndpoint } from './redis.ts';
 
 export const API_KEY = 'pipeline-test-key';
 
@@ -203,7 +203,7 @@ export class PipelineHarness {
       config?: Config;
       faults?: FaultProfile;
       latencyMs?: [number, number];
-      /** `redis.partitions`. @defaultValue 1 */
+      /** `redis.partitions`. @defaultValue the run's (`TEST_REDIS_PARTITIONS`, else 1) */
       partitions?: number;
       /** Another Redis (a cluster of the test's own). @defaultValue the run's */
       endpoint?: RedisEndpoint;
@@ -230,7 +230,7 @@ export class PipelineHarness {
         prefix,
         url: endpoint.url,
         cluster_nodes: [...(endpoint.cluster_nodes ?? [])],
-        partitions: options.partitions ?? 1,
+        partitions: options.partitions ?? testPartitions(),
       },
     };
     const partitions = Partitions.of(config.redis);
@@ -389,6 +389,16 @@ export class PipelineHarness {
     });
     if (!response.ok)
       throw new Error(`faults refused: ${response.status} ${await response.text()}`);
+  }
+
+  /** The query queue of a patient's partition. */
+  queueOf(patientServiceId: string): Queue {
+    return this.queues[this.partitions.indexOf(patientServiceId)] as Queue;
+  }
+
+  /** The jobs of every partition's query queue in `states`. */
+  async jobs(states: JobType[]): Promise<Job[]> {
+    return (await Promise.all(this.queues.map((queue) => queue.getJobs(states)))).flat();
   }
 
   /** The events in the outbound queue, opened with the outbound key, oldest first. */

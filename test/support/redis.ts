@@ -14,6 +14,11 @@ export function testClusterNodes(): string[] {
   return inject('redisClusterNodes');
 }
 
+/** `redis.partitions` of the pipelines this run's tests start (`TEST_REDIS_PARTITIONS`). */
+export function testPartitions(): number {
+  return inject('redisPartitions');
+}
+
 /** True when this run is the Redis Cluster run (`npm run test:cluster`). */
 export function usesRedisCluster(): boolean {
   return testClusterNodes().length > 0;
@@ -30,11 +35,15 @@ export function testRedisEndpoint(): RedisEndpoint {
     : { url: testRedisUrl() };
 }
 
-/** The environment a pipeline process needs to find the test's Redis (or cluster). */
+/**
+ * The environment a pipeline process needs to find the test's Redis (or cluster), with the run's
+ * partitions.
+ */
 export function testRedisEnv(): Record<string, string> {
   const endpoint = testRedisEndpoint();
   return {
     REDIS_URL: endpoint.url,
+    REDIS_PARTITIONS: String(testPartitions()),
     ...(endpoint.cluster_nodes === undefined
       ? {}
       : { REDIS_CLUSTER_NODES: endpoint.cluster_nodes.join(',') }),

@@ -9,9 +9,13 @@ export interface RedisFinding {
   needle: string;
 }
 
-/** Every key under `prefix` (SCAN, in pages; every master of a cluster). */
+/**
+ * Every key under `prefix` (SCAN, in pages; every master of a cluster). A hash-tag prefix
+ * (`{cwtest-…}`) covers its partitions' prefixes too (`{cwtest-….p1…}`).
+ */
 export async function redisKeys(redis: RedisClient, prefix: string): Promise<string[]> {
-  const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  const under = prefix.endsWith('}') ? prefix.slice(0, -1) : prefix;
+  const pattern = `${under.replace(/[*?[\]\\]/g, '\\$&')}*`;
   return scanKeys(redis, pattern);
 }
 

@@ -101,6 +101,8 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
     });
     const config: Config = {
       ...loaded,
+      // The harness's Redis and partitions (those of the run).
+      redis: harness.config.redis,
       queries: base.queries,
       // One query per patient, whatever the feed: a rule, not the problem list.
       presets: {
@@ -114,9 +116,10 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
     faulty = new FaultyRedis(connection);
     const redis = faulty.client;
     const keys = deriveCrosswalkKeys(harness.secret);
-    const crosswalk = new Crosswalk({ redis, prefix, keys });
-    const records = new RecordStore({ redis, prefix, keys });
-    const presets = new PresetStore({ redis, prefix });
+    const { partitions } = harness;
+    const crosswalk = new Crosswalk({ redis, prefix: partitions, keys });
+    const records = new RecordStore({ redis, prefix: partitions, keys });
+    const presets = new PresetStore({ redis, prefix: partitions });
     const registry = new Registry();
     const committer = UpdateCommitter.fromConfig({ config, redis, records, presets, registry });
     const deps = { config, redis, crosswalk, records, presets, committer };
