@@ -71,25 +71,37 @@ export async function startLocalRedisCluster(size = 3): Promise<LocalRedisCluste
   };
   try {
     for (let i = 0; i < size; i++) {
-      const port = await freePort();
-      const child = spawn(
-        'redis-server',
-        [
-          ...redisServerArgs(port),
-          ...['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`],
-          ...['--cluster-node-timeout', '5000', '--dir', dir],
-        ],
-        { stdio: 'ignore' },
-      );
-      const failed = once(child, 'error').then(([err]) => {
-        throw new Error(`could not start redis-server: ${(err as Error).message}`);
-      });
-      failed.catch(() => undefined);
-      children.push(child);
-      ports.push(port);
-      const url = `redis://127.0.0.1:${port}`;
-      if (!(await Promise.race([within(5_000, () => redisAnswers(url)), failed]))) {
-        throw new Error(`redis-server on ${port} did not answer within 5 s`);
+      // A port found free may be taken before redis-server binds it: then another is tried.
+      for (let attempt = 1; ; attempt++) {
+        const port = await freePort();
+        const child = spawn(
+          'redis-server',
+          [
+            ...redisServerArgs(port),
+            ...['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`],
+            ...['--cluster-node-timeout', '5000', '--dir', dir],
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
+        let output = '';
+        const keep = (chunk: Buffer) => {
+          output = (output + chunk.toString('utf8')).slice(-2_000);
+        };
+        child.stdout?.on('data', keep);
+        child.stderr?.on('data', keep);
+        const failed = Promise.race([
+          once(child, 'error').then(([err]) => `could not start: ${(err as Error).message}`),
+          once(child, 'exit').then(([code]) => `exited (${String(code)})`),
+        ]);
+        children.push(child);
+        const url = `redis://127.0.0.1:${port}`;
+        const outcome = await Promise.race([within(10_000, () => redisAnswers(url)), failed]);
+        if (outcome === true) {
+          ports.push(port);
+          break;
+        }
+        const why = outcome === false ? 'did not answer within 10 s' : outcome;
+        if (attempt >= 3) throw new Error(`redis-server on ${port} ${why}:\n${output}`);
       }
     }
     const nodes = ports.map((port) => `127.0.0.1:${port}`);
