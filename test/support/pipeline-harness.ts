@@ -33,7 +33,7 @@ import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import { captureLogs, type LogCapture } from './log-capture.ts';
 import { newOutboundKey, openedEvents } from './outbound.ts';
-import { isolatedRedis, testPartitions, testRedisEndpoint } from './redis.ts';
+import { isolatedRedis, testPartitions, testRedisClient, testRedisEndpoint } from './redis.ts';
 
 export const API_KEY = 'pipeline-test-key';
 
@@ -207,6 +207,11 @@ export class PipelineHarness {
       partitions?: number;
       /** Another Redis (a cluster of the test's own). @defaultValue the run's */
       endpoint?: RedisEndpoint;
+      /**
+       * Join the data another harness wrote (its prefix and CROSSWALK_KEY), e.g. with other
+       * partitions; this harness then leaves the keys to their owner when it closes.
+       */
+      join?: { prefix: string; secret: string };
     } = {},
   ): Promise<PipelineHarness> {
     const base = options.config ?? testConfig();
@@ -219,8 +224,14 @@ export class PipelineHarness {
       relationshipCount: 50,
     });
     const endpoint = options.endpoint ?? testRedisEndpoint();
-    const isolated = await isolatedRedis(endpoint);
-    const secret = generateCrosswalkSecret();
+    const isolated =
+      options.join === undefined
+        ? await isolatedRedis(endpoint)
+        : (() => {
+            const redis = testRedisClient(endpoint);
+            return { prefix: options.join.prefix, redis, cleanup: () => redis.quit() };
+          })();
+    const secret = options.join?.secret ?? generateCrosswalkSecret();
     const keys = deriveCrosswalkKeys(secret);
     const { redis, prefix } = isolated;
     const config: Config = {
