@@ -12,6 +12,7 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
+import { clusterScenario, DEFAULT_CLUSTER, type ClusterResult } from './scenarios/cluster.ts';
 import { DEFAULT_INFLIGHT, inflightScenario, type InflightResult } from './scenarios/inflight.ts';
 import { DEFAULT_INGEST, ingestScenario, type IngestResult } from './scenarios/ingest.ts';
 import { DEFAULT_MLLP, mllpScenario, type MllpResult } from './scenarios/mllp.ts';
@@ -25,7 +26,7 @@ import type { BenchContext } from './support/fixtures.ts';
 import { benchRedis, Cleanup, clearRedis } from './support/processes.ts';
 import { fmt, renderTable, type TableRow } from './support/table.ts';
 
-const SCENARIOS = ['ingest', 'mllp', 'pipeline', 'inflight', 'polling'] as const;
+const SCENARIOS = ['ingest', 'mllp', 'pipeline', 'inflight', 'polling', 'cluster'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const USAGE = `usage: node bench/run-bench.ts [options]
@@ -41,6 +42,8 @@ const USAGE = `usage: node bench/run-bench.ts [options]
   --mllp-connections N   MLLP connections sending back to back (default ${DEFAULT_MLLP.connections})
   --mllp-seconds S       length of the MLLP run (default ${DEFAULT_MLLP.seconds})
   --polling N            queries per poll schedule in the polling-cost scenario (default ${DEFAULT_POLLING_COST.queries})
+  --cluster N            queries per run of the cluster scenario (default ${DEFAULT_CLUSTER.queries})
+  --cluster-concurrency N  worker concurrency of each cluster-scenario run, split over its partitions (default ${DEFAULT_CLUSTER.concurrency})
   --quick                small sizes everywhere (a smoke run of about a minute)
   --shared-redis         use REDIS_URL even when redis-server is installed
   --log-level LEVEL      LOG_LEVEL of the child processes (default warn)
@@ -80,6 +83,7 @@ interface Results {
   pipeline?: PipelineResult;
   in_flight?: InflightResult;
   polling_cost?: PollingCostResult;
+  cluster?: ClusterResult;
 }
 
 function tableRows(results: Results): TableRow[] {
@@ -206,6 +210,40 @@ function tableRows(results: Results): TableRow[] {
         setup: `cw_poll_lateness_seconds, ${fmt(h.count)} polls in the same window`,
       });
   }
+  if (results.cluster) {
+    const c = results.cluster;
+    const spread = (run: ClusterResult['single']) =>
+      run.commands_by_node.map((n) => `${fmt((n.share ?? NaN) * 100, 0)} %`).join(' / ');
+    rows.push(
+      {
+        scenario: 'cluster',
+        figure: '1 partition, one Redis',
+        value: fmt(c.single.queries_per_s, 0, '/s'),
+        setup: `${fmt(c.single.queries)} queries, concurrency ${c.single.concurrency_per_partition}; ${fmt(c.single.commands_per_query, 1)} Redis commands per query`,
+      },
+      {
+        scenario: 'cluster',
+        figure: `${c.cluster.partitions} partitions, 3-node cluster`,
+        value: fmt(c.cluster.queries_per_s, 0, '/s'),
+        setup: `${fmt(c.cluster.queries)} queries, concurrency ${c.cluster.concurrency_per_partition} per partition; ${fmt(c.cluster.commands_per_query, 1)} commands per query`,
+      },
+      {
+        scenario: 'cluster',
+        figure: 'ratio cluster / one Redis',
+        value: fmt(c.ratio, 3),
+        setup:
+          'same run, same machine: every redis-server, the worker and the load share its cores',
+      },
+      {
+        scenario: 'cluster',
+        figure: 'commands per master',
+        value: spread(c.cluster),
+        setup: c.cluster.commands_by_node
+          .map((n) => `${n.node} (partition ${n.partitions.join(',')}) ${fmt(n.calls)}`)
+          .join(', '),
+      },
+    );
+  }
   if (polling) {
     for (const line of polling.lines) {
       const sched = `${line.schedule}: ${line.poll.first_delay_ms / 1000} s x${line.poll.factor} cap ${line.poll.max_delay_ms / 1000} s ±${line.poll.jitter * 100} %`;
@@ -241,6 +279,8 @@ async function main(): Promise<void> {
       'ingest-seconds': { type: 'string' },
       'ingest-clients': { type: 'string' },
       polling: { type: 'string' },
+      cluster: { type: 'string' },
+      'cluster-concurrency': { type: 'string' },
       'mllp-connections': { type: 'string' },
       'mllp-seconds': { type: 'string' },
       quick: { type: 'boolean', default: false },
@@ -313,6 +353,16 @@ async function main(): Promise<void> {
     jobLatencyMs: quick ? { min: 1_000, max: 8_000 } : DEFAULT_POLLING_COST.jobLatencyMs,
   };
 
+  const clusterSettings = {
+    ...DEFAULT_CLUSTER,
+    queries: intOption(values.cluster, quick ? 300 : DEFAULT_CLUSTER.queries, 'cluster'),
+    concurrency: intOption(
+      values['cluster-concurrency'],
+      DEFAULT_CLUSTER.concurrency,
+      'cluster-concurrency',
+    ),
+  };
+
   const started = Date.now();
   // Other work on the machine (tests, builds) moves every figure: the load average tells.
   const loadAtStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
@@ -375,6 +425,10 @@ async function main(): Promise<void> {
     if (runs('polling')) {
       await reset();
       results.polling_cost = await pollingCostScenario(ctx, polling);
+    }
+    if (runs('cluster')) {
+      await reset();
+      results.cluster = await clusterScenario(ctx, clusterSettings);
     }
 
     const cpus = os.cpus();

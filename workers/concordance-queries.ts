@@ -1,5 +1,5 @@
 import { DelayedError, Queue, RateLimitError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config/config-schema.ts';
 import type { ResultEvent } from '../src/delivery/result-event.ts';
@@ -16,6 +16,7 @@ import { PatientConsent } from '../src/privacy/patient-consent.ts';
 import { QueryDispatcher } from '../src/queries/query-dispatcher.ts';
 import type { QueryState, RemoteJob } from '../src/queries/query-state.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
+import type { KeySpace } from '../src/queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
 import { assemblePatient, RecordNotAssemblableError } from '../src/records/assemble-patient.ts';
 import { DemographicsWait, RECORD_WAITING_EXPIRED } from '../src/records/demographics-wait.ts';
@@ -43,8 +44,14 @@ export type QueryJobResult =
 
 export interface ConcordanceQueriesDeps {
   /** A worker connection (`maxRetriesPerRequest: null`). */
-  connection: Redis;
+  connection: RedisClient;
+  /** The prefix of the partition whose queue and due set this worker serves. */
   prefix: string;
+  /**
+   * Where the patients' keys are (opt-outs, demographics waits): the partitions.
+   * @defaultValue `prefix` (one partition)
+   */
+  keySpace?: KeySpace;
   config: Config;
   client: ServiceClient;
   state: QueryState;
@@ -110,14 +117,16 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
   const { config, client, state, records, crosswalk, sink, prefix, connection, metrics } = deps;
   const now = deps.now ?? Date.now;
   const schedule = pollOptions(config);
-  const demographics = deps.demographics ?? new DemographicsWait({ redis: connection, prefix });
+  const keySpace = deps.keySpace ?? prefix;
+  const demographics =
+    deps.demographics ?? new DemographicsWait({ redis: connection, prefix: keySpace });
   const queue = new Queue(CONCORDANCE_QUERIES, {
     connection,
     prefix,
     defaultJobOptions: queryJobOptions(config.queries),
   });
   const authPause = new AuthPause(queue, connection, prefix);
-  const consent = new PatientConsent({ redis: connection, prefix });
+  const consent = new PatientConsent({ redis: connection, prefix: keySpace });
   // Due queries (written by ingest with their record) become jobs of this queue.
   const dispatcher = new QueryDispatcher({
     redis: connection,

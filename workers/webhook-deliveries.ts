@@ -1,5 +1,5 @@
 import { DelayedError, Queue, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config/config-schema.ts';
 import { outboundAgents } from '../src/connections/outbound-agents.ts';
@@ -27,7 +27,7 @@ import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 export interface WebhookDeliveriesDeps {
   config: Config;
   /** A worker connection (`maxRetriesPerRequest: null`). */
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   /** The crosswalk keys: waiting events rest sealed; each is opened just before its POST. */
   keys: CrosswalkKeys;

@@ -154,14 +154,19 @@ export interface RunningWorker {
 export async function startWorker(
   ctx: BenchContext,
   name: string,
-  options: { configPath: string; prefix: string; simulatorUrl: string },
+  options: {
+    configPath: string;
+    prefix: string;
+    simulatorUrl: string;
+    /** More environment (e.g. `REDIS_CLUSTER_NODES`, `REDIS_PARTITIONS`). */
+    env?: Record<string, string>;
+  },
 ): Promise<RunningWorker> {
   const port = await freePort();
-  const proc = cliProcess(
-    name,
-    ['--config', options.configPath, 'work'],
-    workerEnv(ctx, options.prefix, options.simulatorUrl, port),
-  );
+  const proc = cliProcess(name, ['--config', options.configPath, 'work'], {
+    ...workerEnv(ctx, options.prefix, options.simulatorUrl, port),
+    ...options.env,
+  });
   const remove = ctx.cleanup.add(name, () => proc.stop());
   const metricsUrl = `http://127.0.0.1:${port}`;
   await waitForHttp(`${metricsUrl}/readyz`, proc);

@@ -6,6 +6,7 @@ import { registerIngestCommands } from './commands/ingest.ts';
 import { registerPatientCommands } from './commands/patient.ts';
 import { registerKeysCommand } from './commands/keys.ts';
 import { registerOutboundCommand } from './commands/outbound.ts';
+import { registerRedisCommand } from './commands/redis.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
 import { registerReplayCommand } from './commands/replay.ts';
 import { registerSimulatorCommand } from './commands/simulator.ts';
@@ -34,6 +35,7 @@ registerPatientCommands(program);
 registerAuditCommand(program);
 registerOutboundCommand(program);
 registerKeysCommand(program);
+registerRedisCommand(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
+import { MAX_PARTITIONS } from '../queues/partitions.ts';
 
 const SERVICE_ENVIRONMENTS = ['production', 'staging', 'development', 'local'] as const;
 export type ServiceEnvironmentName = (typeof SERVICE_ENVIRONMENTS)[number];
@@ -254,6 +255,31 @@ export const ConfigSchema = z.strictObject({
     tls: RedisTlsSchema,
     /** How long a command on a request path (ingest, status) may wait for Redis's answer. */
     command_timeout_ms: z.int().positive(),
+    // --- Scale out (issue 10): Redis Cluster and partitions ---
+    /**
+     * `REDIS_CLUSTER_NODES` (comma-separated `host:port`): some nodes of a Redis Cluster; every
+     * process then uses ioredis's `Cluster` client, with the URL's user, password and TLS.
+     * @defaultValue none (one Redis server at `url`)
+     */
+    cluster_nodes: z
+      .array(
+        z
+          .string()
+          .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}$/, 'host:port (IPv6 in brackets)')
+          .refine((node) => {
+            const port = /:(\d+)$/.exec(node)?.[1];
+            // A node without a port is the regex's problem, reported once.
+            return port === undefined || (Number(port) >= 1 && Number(port) <= 65_535);
+          }, 'a port from 1 to 65535'),
+      )
+      .default([]),
+    /**
+     * `REDIS_PARTITIONS`: patients are spread over this many partitions, each with its own hash
+     * tag, due set and queues (see src/queues/partitions.ts). 1 keeps every key as it has always
+     * been. @defaultValue 1
+     */
+    partitions: z.int().min(1).max(MAX_PARTITIONS).default(1),
+    // --- end of scale out ---
   }),
   ingest: z.strictObject({
     port,
@@ -320,7 +346,25 @@ export const ConfigSchema = z.strictObject({
     }),
   }),
   queries: QueriesSchema,
-  worker: z.strictObject({ metrics_port: port, host: z.string().min(1) }),
+  worker: z.strictObject({
+    metrics_port: port,
+    host: z.string().min(1),
+    /**
+     * `WORKER_PARTITIONS` (comma-separated): the partitions whose queues this process works.
+     * @defaultValue null: every partition
+     */
+    partitions: z
+      .array(
+        z.union([
+          z.int().min(0),
+          z.string().regex(/^\d+$/, 'a partition number').transform(Number),
+        ]),
+      )
+      .min(1)
+      .refine((list) => new Set(list).size === list.length, 'a partition is listed twice')
+      .nullable()
+      .default(null),
+  }),
   /** How long SIGTERM/SIGINT may take before the process exits anyway (`SHUTDOWN_GRACE_MS`). */
   shutdown: z.strictObject({ grace_ms: z.int().min(1_000) }),
   delivery: z.strictObject({

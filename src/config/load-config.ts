@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { packageFile } from '../package-root.ts';
 import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { ConfigSchema, type Config } from './config-schema.ts';
+import { scaleOutProblems } from './scale-out-problems.ts';
 import { secretProblems } from './secret-problems.ts';
 
 /** The configuration shipped with the project (`config/default.yaml` at the package root). */
@@ -81,6 +82,10 @@ const ENV_PATHS: readonly [
   ['NO_PROXY', ['outbound', 'proxy', 'no_proxy'], 'string'],
   ['no_proxy', ['outbound', 'proxy', 'no_proxy'], 'string'],
   ['REDIS_COMMAND_TIMEOUT_MS', ['redis', 'command_timeout_ms'], 'int'],
+  // Scale out: Redis Cluster and partitions.
+  ['REDIS_CLUSTER_NODES', ['redis', 'cluster_nodes'], 'list'],
+  ['REDIS_PARTITIONS', ['redis', 'partitions'], 'int'],
+  ['WORKER_PARTITIONS', ['worker', 'partitions'], 'list'],
   ['SHUTDOWN_GRACE_MS', ['shutdown', 'grace_ms'], 'int'],
 ];
 
@@ -173,6 +178,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     });
   }
   invalid.push(...secretProblems(config));
+  invalid.push(...scaleOutProblems(config));
   if (invalid.length > 0) throw new ConfigError(invalid);
   return config;
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
 import type { ResultEvent } from './result-event.ts';
 
@@ -18,8 +19,9 @@ return changed
 `;
 
 export interface ChangeDetectorOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /** A prefix, or the partitions (a key's last result lives in its patient's partition). */
+  prefix: KeySpace;
   /** Keys ignored at any depth (`delivery.change_detection.ignore_fields`). */
   ignoreFields: readonly string[];
 }
@@ -30,8 +32,8 @@ export interface ChangeDetectorOptions {
  * error code and the normalized concordance. The first result of a key is always a change.
  */
 export class ChangeDetector {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
   readonly #ignoreFields: readonly string[];
 
   constructor({ redis, prefix, ignoreFields }: ChangeDetectorOptions) {
@@ -53,7 +55,8 @@ export class ChangeDetector {
 
   /** Records `event` as the key's latest result; true when it differs from the previous one. */
   async check(event: ResultEvent): Promise<boolean> {
-    const key = `${this.#prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
+    const prefix = patientPrefix(this.#prefix, event.patient_service_id);
+    const key = `${prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
     const changed = await this.#redis.eval(CHECK, 1, key, this.contentHash(event), event.id);
     return changed === 1;
   }

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { basePrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/config-schema.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -15,8 +16,12 @@ import { WebhookChannel } from './webhook-channel.ts';
 export interface CreateDeliveryRouterOptions {
   config: Config;
   /** Any connection; the channels' queues only add jobs. */
-  connection: Redis;
-  prefix: string;
+  connection: RedisClient;
+  /**
+   * A prefix, or the partitions: the webhook's queues and lines, and the change detector's last
+   * results, are per partition; the outbound queue is one queue under the configured prefix.
+   */
+  prefix: KeySpace;
   /** The crosswalk keys: events waiting for the webhook rest sealed with them. */
   keys: CrosswalkKeys;
   logger: Logger;
@@ -61,7 +66,8 @@ export function createDeliveryRouter({
     channels.push(
       new OutboundQueueChannel({
         connection,
-        prefix,
+        // One queue for the hospital's consumers, whatever the partitions (README, "Scale out").
+        prefix: basePrefix(prefix),
         name: outbound.name,
         retention: outbound.retention,
         key: outbound.key,

@@ -1,4 +1,5 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { z } from 'zod';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { DeadLetterSchema, type DeadLetter } from './dead-letter.ts';
@@ -19,7 +20,7 @@ return #expired
 `;
 
 export interface DeadLetterStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /**
    * Seal each letter's `patient_id` at rest. Only counting and removing work without them (the
@@ -48,7 +49,7 @@ const DAY_MS = 86_400_000;
  * letter's retention counts from when it was dead-lettered, not from the event).
  */
 export class DeadLetterStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #records: string;
   readonly #byTime: string;
   readonly #expiry: string;

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { sealOutboundEvent, type OutboundEvent } from './outbound-event.ts';
 import { outboundAesKey } from './outbound-seal.ts';
 import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
@@ -10,7 +10,7 @@ import type { DeliveryChannel } from './result-sink.ts';
 const TRIM_EVERY_MS = 60_000;
 
 export interface OutboundQueueChannelOptions {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   /** @defaultValue 'concordance-results' */
   name: string;

@@ -1,10 +1,8 @@
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import { globLiteral, scanEach, type RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { DeadLetterStore } from './dead-letter-store.ts';
 import { WebhookDeliveryStore } from './webhook-delivery-store.ts';
-
-/** `text` matched literally by a SCAN pattern. */
-const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
 
 /** What {@link purgePatientDeliveries} removed. */
 export interface PurgedDeliveries {
@@ -21,9 +19,11 @@ export interface PurgedDeliveries {
  * outbound queue belong to the hospital's consumer and are left alone.
  */
 export async function purgePatientDeliveries(
-  { redis, prefix, keys }: { redis: Redis; prefix: string; keys: CrosswalkKeys },
+  { redis, prefix: space, keys }: { redis: RedisClient; prefix: KeySpace; keys: CrosswalkKeys },
   patientServiceId: string,
 ): Promise<PurgedDeliveries> {
+  // A patient's lines, letters and last results are in its partition.
+  const prefix = patientPrefix(space, patientServiceId);
   const pending = await new WebhookDeliveryStore({ redis, prefix, keys }).purgePatient(
     patientServiceId,
   );
@@ -31,17 +31,9 @@ export async function purgePatientDeliveries(
     patientServiceId,
   );
   let lastResults = 0;
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(
-      cursor,
-      'MATCH',
-      `${glob(prefix)}:delivery:last:${glob(patientServiceId)}/*`,
-      'COUNT',
-      500,
-    );
-    cursor = next;
-    if (found.length > 0) lastResults += await redis.unlink(...found);
-  } while (cursor !== '0');
+  const pattern = `${globLiteral(prefix)}:delivery:last:${globLiteral(patientServiceId)}/*`;
+  for await (const found of scanEach(redis, pattern, { count: 500 })) {
+    lastResults += await redis.unlink(...found);
+  }
   return { pending, deadLetters, lastResults };
 }

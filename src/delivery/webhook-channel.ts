@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { allPrefixes, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { DeadLetter } from './dead-letter.ts';
 import type { DeadLetterStore } from './dead-letter-store.ts';
 import type { ResultEvent } from './result-event.ts';
@@ -10,8 +11,12 @@ import { WebhookDeliveryJobs } from './webhook-delivery-jobs.ts';
 import { queryKeyOf, WebhookDeliveryStore } from './webhook-delivery-store.ts';
 
 export interface WebhookChannelOptions {
-  connection: Redis;
-  prefix: string;
+  connection: RedisClient;
+  /**
+   * A prefix, or the partitions: each partition has its own delivery queue and lines, and an
+   * event goes to its patient's partition.
+   */
+  prefix: KeySpace;
   /** The crosswalk keys: a waiting event's `patient_id` rests sealed with them. */
   keys: CrosswalkKeys;
   /** @defaultValue `Date.now` */
@@ -35,44 +40,77 @@ export type RedriveOutcome =
 export class WebhookChannel implements DeliveryChannel {
   readonly name = 'webhook';
   readonly reportsOutcomes = true;
-  readonly queue: Queue<WebhookJobData>;
-  readonly store: WebhookDeliveryStore;
-  readonly #jobs: WebhookDeliveryJobs;
-  readonly #redis: Redis;
+  /** The delivery queue of each partition. */
+  readonly queues: readonly Queue<WebhookJobData>[];
+  /** The delivery lines of each partition. */
+  readonly stores: readonly WebhookDeliveryStore[];
+  readonly #jobs: readonly WebhookDeliveryJobs[];
+  readonly #space: KeySpace;
+  readonly #redis: RedisClient;
   readonly #now: () => number;
 
   constructor({ connection, prefix, keys, now = Date.now }: WebhookChannelOptions) {
-    this.queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix });
-    this.store = new WebhookDeliveryStore({ redis: connection, prefix, keys });
-    this.#jobs = new WebhookDeliveryJobs(this.queue, this.store);
+    this.#space = prefix;
+    this.queues = allPrefixes(prefix).map(
+      (p) => new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix: p }),
+    );
+    this.stores = allPrefixes(prefix).map(
+      (p) => new WebhookDeliveryStore({ redis: connection, prefix: p, keys }),
+    );
+    this.#jobs = this.queues.map((queue, i) => new WebhookDeliveryJobs(queue, this.#store(i)));
     this.#redis = connection;
     this.#now = now;
   }
 
+  /** Partition 0's queue (the only one without partitions). */
+  get queue(): Queue<WebhookJobData> {
+    return this.queues[0] as Queue<WebhookJobData>;
+  }
+
+  /** Partition 0's lines (the only ones without partitions). */
+  get store(): WebhookDeliveryStore {
+    return this.#store(0);
+  }
+
+  #store(index: number): WebhookDeliveryStore {
+    return this.stores[index] as WebhookDeliveryStore;
+  }
+
+  /** The partition of an event (its patient's). */
+  #partitionOf(event: Pick<ResultEvent, 'patient_service_id'>): number {
+    const space = this.#space;
+    return typeof space === 'string' ? 0 : space.indexOf(event.patient_service_id);
+  }
+
   async deliver(event: ResultEvent): Promise<void> {
-    const { state, job } = await this.store.enqueue(event, this.#now());
+    const p = this.#partitionOf(event);
+    const { state, job } = await this.#store(p).enqueue(event, this.#now());
     // Also for `pending`: the first hand-over may have died between the store and the queue.
     if (state === 'new' || state === 'pending')
-      await this.#jobs.add(event.id, queryKeyOf(event), job);
+      await (this.#jobs[p] as WebhookDeliveryJobs).add(event.id, queryKeyOf(event), job);
   }
 
   /**
    * Puts a dead-lettered event back at the end of its key's line and removes its letter, in one
-   * step; the delivery starts its max-age clock afresh.
+   * step; the delivery starts its max-age clock afresh. `deadLetters` is the store of the letter's
+   * partition (its patient's: letters are kept where their delivery was).
    */
   async redrive(letter: DeadLetter, deadLetters: DeadLetterStore): Promise<RedriveOutcome> {
     const { event } = letter;
-    const multi = this.store.stageRequeue(this.#redis.multi(), event, this.#now());
+    const p = this.#partitionOf(event);
+    const multi = this.#store(p).stageRequeue(this.#redis.multi(), event, this.#now());
     const results = await deadLetters.stageRemove(multi, event.id).exec();
     const first = results?.[0];
     if (first === undefined || first[0] !== null)
       throw first?.[0] ?? new Error('MULTI was discarded');
     const [state, job] = first[1] as [RedriveOutcome, string];
-    if (state !== 'delivered') await this.#jobs.add(event.id, queryKeyOf(event), job);
+    if (state !== 'delivered') {
+      await (this.#jobs[p] as WebhookDeliveryJobs).add(event.id, queryKeyOf(event), job);
+    }
     return state;
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    await Promise.all(this.queues.map((queue) => queue.close()));
   }
 }

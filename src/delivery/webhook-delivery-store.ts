@@ -1,4 +1,5 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { ResultEvent } from './result-event.ts';
 import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
@@ -77,7 +78,7 @@ return #ids
 `;
 
 export interface WebhookDeliveryStoreOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** Seal each waiting event's `patient_id` at rest (see `stored-event.ts`). */
   keys: CrosswalkKeys;
@@ -128,7 +129,7 @@ export function queryKeyOf(event: Pick<ResultEvent, 'patient_service_id' | 'ccsr
  * retries, workers and crashes interleave.
  */
 export class WebhookDeliveryStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #deliveredTtlS: number;
   readonly #deadTtlS: number;

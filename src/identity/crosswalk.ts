@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from './crosswalk-keys.ts';
 
 /** Creates the entry unless another process got there first; returns the id in force. */
@@ -31,10 +32,22 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return 1
 `;
 
+/** {@link REMOVE} of the lookup entry alone, when the sealed copy lives in another partition. */
+const REMOVE_FORWARD = `
+if redis.call('HGET', KEYS[1], 'psid') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+`;
+
 export interface CrosswalkOptions {
-  redis: Redis;
-  /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
-  prefix: string;
+  redis: RedisClient;
+  /**
+   * Key prefix, with a hash tag (`{cw}`) so that a patient's keys share a Redis Cluster slot; or
+   * the partitions (`redis.partitions` > 1): the lookup entry of a local id lives in the partition
+   * of its HMAC, everything named by a service id in that id's partition, and a new service id is
+   * drawn in its local id's partition so that both are in one slot when the entry is created.
+   */
+  prefix: KeySpace;
   keys: CrosswalkKeys;
 }
 
@@ -43,27 +56,43 @@ export interface CrosswalkOptions {
  * up only by its HMAC and stored only sealed (AES-256-GCM), bound to its service id.
  */
 export class Crosswalk {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #space: KeySpace;
   readonly #keys: CrosswalkKeys;
 
   constructor({ redis, prefix, keys }: CrosswalkOptions) {
     this.#redis = redis;
-    this.#prefix = prefix;
+    this.#space = prefix;
     this.#keys = keys;
   }
 
+  /** The partition of a local id's lookup entry (0 without partitions). */
+  #lookupPartition(localId: string): { lookup: string; partition: number } {
+    const lookup = this.#keys.lookup(localId);
+    const space = this.#space;
+    return { lookup, partition: typeof space === 'string' ? 0 : space.indexOfLookup(lookup) };
+  }
+
   #forward(localId: string): string {
-    return `${this.#prefix}:xw:${this.#keys.lookup(localId)}`;
+    const { lookup, partition } = this.#lookupPartition(localId);
+    const space = this.#space;
+    return `${typeof space === 'string' ? space : space.prefixAt(partition)}:xw:${lookup}`;
   }
 
   #reverse(patientServiceId: string): string {
-    return `${this.#prefix}:xwr:${patientServiceId}`;
+    return `${patientPrefix(this.#space, patientServiceId)}:xwr:${patientServiceId}`;
+  }
+
+  /** A new random service id, in the partition of the local id's lookup entry. */
+  #candidate(localId: string): string {
+    const space = this.#space;
+    if (typeof space === 'string' || space.count === 1) return randomUUID();
+    return space.drawPatientId(this.#lookupPartition(localId).partition);
   }
 
   /** The service id of a local id, created (a random UUID) on first sight. */
   async resolve(localId: string): Promise<{ patientServiceId: string; created: boolean }> {
-    const candidate = randomUUID();
+    const candidate = this.#candidate(localId);
     const sealed = this.#keys.seal(localId, `xw:${candidate}`);
     const [patientServiceId, created] = (await this.#redis.eval(
       RESOLVE,
@@ -82,7 +111,7 @@ export class Crosswalk {
    * script (see `UpdateCommitter`), and only if no entry exists by then.
    */
   plan(localId: string): CrosswalkPlan {
-    const patientServiceId = randomUUID();
+    const patientServiceId = this.#candidate(localId);
     return {
       patientServiceId,
       forwardKey: this.#forward(localId),
@@ -101,7 +130,7 @@ export class Crosswalk {
    * merge's commit (see `UpdateCommitter`), never expires, holds no patient data (two random ids).
    */
   retiredKeyOf(patientServiceId: string): string {
-    return `${this.#prefix}:xwm:${patientServiceId}`;
+    return `${patientPrefix(this.#space, patientServiceId)}:xwm:${patientServiceId}`;
   }
 
   /**
@@ -127,6 +156,20 @@ export class Crosswalk {
     for (;;) {
       const patientServiceId = await this.find(localId);
       if (patientServiceId === undefined) return undefined;
+      const forward = this.#forward(localId);
+      const reverse = this.#reverse(patientServiceId);
+      if (
+        forward.slice(0, forward.indexOf(':xw:')) !== reverse.slice(0, reverse.indexOf(':xwr:'))
+      ) {
+        // In two partitions (partitions changed, or keys rotated, since the entry was made): the
+        // sealed copy goes first, so that a purge interrupted in between still finds the patient
+        // through the lookup entry when it runs again.
+        await this.#redis.del(reverse);
+        if ((await this.#redis.eval(REMOVE_FORWARD, 1, forward, patientServiceId)) === 1) {
+          return patientServiceId;
+        }
+        continue;
+      }
       const removed = await this.#redis.eval(
         REMOVE,
         2,
@@ -152,7 +195,7 @@ export class Crosswalk {
   async opaqueFhirId(patientServiceId: string, fhirId: string): Promise<string> {
     const opaque = `ref-${this.#keys.lookup(`${patientServiceId}|${fhirId}`).slice(0, 22)}`;
     await this.#redis.hsetnx(
-      `${this.#prefix}:fhir:${patientServiceId}`,
+      `${patientPrefix(this.#space, patientServiceId)}:fhir:${patientServiceId}`,
       opaque,
       this.#keys.seal(fhirId, `fhir:${patientServiceId}`),
     );
@@ -160,7 +203,10 @@ export class Crosswalk {
   }
 
   async fhirIdOf(patientServiceId: string, opaque: string): Promise<string | undefined> {
-    const sealed = await this.#redis.hget(`${this.#prefix}:fhir:${patientServiceId}`, opaque);
+    const sealed = await this.#redis.hget(
+      `${patientPrefix(this.#space, patientServiceId)}:fhir:${patientServiceId}`,
+      opaque,
+    );
     if (sealed === null) return undefined;
     return this.#keys.open(sealed, `fhir:${patientServiceId}`).toString('utf8');
   }

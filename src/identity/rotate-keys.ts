@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { allPrefixes, basePrefix, type KeySpace } from '../queues/partitions.ts';
+import { scanEach, type RedisClient } from '../queues/redis-client.ts';
 import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
 import { sealOutboundEvent } from '../delivery/outbound-event.ts';
 import { outboundAesKey } from '../delivery/outbound-seal.ts';
@@ -32,6 +33,34 @@ end
 return 1
 `;
 
+/**
+ * The steps of {@link MOVE_ENTRY} when its keys are in different partitions (a cluster script
+ * cannot span slots), each idempotent and in an order that a run again completes: the new lookup
+ * entry (unless it names another patient), then the sealed copy (only if unchanged), then the old
+ * lookup entry goes (only if it still names the patient: see the `already` branch).
+ */
+const SET_FORWARD = `
+local existing = redis.call('HGET', KEYS[1], 'psid')
+if existing and existing ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'psid', ARGV[1], 'local', ARGV[2])
+return 1
+`;
+const SET_IF = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+`;
+
+/** The lookup entry of a local id under `keys`, in its partition (see `Crosswalk`). */
+function forwardKey(space: KeySpace, keys: CrosswalkKeys, localId: string): string {
+  const lookup = keys.lookup(localId);
+  const prefix = typeof space === 'string' ? space : space.prefixAt(space.indexOfLookup(lookup));
+  return `${prefix}:xw:${lookup}`;
+}
+
+/** The hash-tagged part of a key (what puts it in its slot): its prefix up to the first `:`. */
+const prefixOfKey = (key: string) => key.slice(0, key.indexOf(':'));
+
 /** The keys one data kind rests sealed with: `from` the old ones, `to` the new. */
 export interface KeyPair<K> {
   from: K;
@@ -39,8 +68,9 @@ export interface KeyPair<K> {
 }
 
 export interface RotateKeysOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /** A prefix, or the partitions: every partition is walked. */
+  prefix: KeySpace;
   /** Re-seal what `CROSSWALK_KEY` protects (crosswalk, records, FHIR ids, waiting events, dead letters). */
   crosswalk?: KeyPair<CrosswalkKeys>;
   /** Re-seal the outbound queue's events (`OUTBOUND_KEY` secrets, as configured). */
@@ -69,13 +99,8 @@ const empty = (): RotationCount => ({ resealed: 0, already: 0, unreadable: 0 });
 /** `text` matched literally by a SCAN pattern. */
 const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
 
-async function* scan(redis: Redis, pattern: string, type: string): AsyncGenerator<string> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500, 'TYPE', type);
-    cursor = next;
-    yield* keys;
-  } while (cursor !== '0');
+async function* scan(redis: RedisClient, pattern: string, type: string): AsyncGenerator<string> {
+  for await (const keys of scanEach(redis, pattern, { type, count: 500 })) yield* keys;
 }
 
 /** Whether `open` succeeds (a sealed value under these keys and this context). */
@@ -102,13 +127,19 @@ export async function rotateKeys(options: RotateKeysOptions): Promise<RotationRe
     dead_letters: empty(),
     outbound_events: empty(),
   };
-  if (options.crosswalk !== undefined) await rotateCrosswalk(options, options.crosswalk, report);
+  if (options.crosswalk !== undefined) {
+    for (const prefix of allPrefixes(options.prefix)) {
+      await rotateCrosswalk(options, prefix, options.crosswalk, report);
+    }
+  }
   if (options.outbound !== undefined) await rotateOutbound(options, options.outbound, report);
   return report;
 }
 
+/** One partition's part of the rotation (`prefix`); lookup entries may be in other partitions. */
 async function rotateCrosswalk(
-  { redis, prefix, dryRun = false }: RotateKeysOptions,
+  { redis, prefix: space, dryRun = false }: RotateKeysOptions,
+  prefix: string,
   { from, to }: KeyPair<CrosswalkKeys>,
   report: RotationReport,
 ): Promise<void> {
@@ -126,7 +157,7 @@ async function rotateCrosswalk(
     if (current !== undefined) {
       // Already moved; a run stopped between the two writes cannot happen (one script), but an
       // old forward entry is removed if one is still there.
-      const old = `${prefix}:xw:${from.lookup(current.toString('utf8'))}`;
+      const old = forwardKey(space, from, current.toString('utf8'));
       if (!dryRun && (await redis.hget(old, 'psid')) === psid) await redis.del(old);
       count.already += 1;
       continue;
@@ -137,17 +168,18 @@ async function rotateCrosswalk(
       continue;
     }
     const localId = local.toString('utf8');
-    if (!dryRun) {
-      await redis.eval(
-        MOVE_ENTRY,
-        3,
-        reverse,
-        `${prefix}:xw:${to.lookup(localId)}`,
-        `${prefix}:xw:${from.lookup(localId)}`,
-        sealed,
-        to.seal(localId, context),
-        psid,
-      );
+    const next = forwardKey(space, to, localId);
+    const old = forwardKey(space, from, localId);
+    const resealed = to.seal(localId, context);
+    if (!dryRun && new Set([reverse, next, old].map(prefixOfKey)).size === 1) {
+      await redis.eval(MOVE_ENTRY, 3, reverse, next, old, sealed, resealed, psid);
+    } else if (!dryRun) {
+      // The new lookup entry falls in another partition: three steps (see SET_FORWARD).
+      if ((await redis.eval(SET_FORWARD, 1, next, psid, resealed)) === 1) {
+        if ((await redis.eval(SET_IF, 1, reverse, sealed, resealed)) === 1 && old !== next) {
+          if ((await redis.hget(old, 'psid')) === psid) await redis.del(old);
+        }
+      }
     }
     count.resealed += 1;
   }
@@ -223,7 +255,7 @@ async function rotateCrosswalk(
 }
 
 async function resealField(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   field: string,
   context: string,
@@ -244,7 +276,7 @@ async function resealField(
 
 /** Writes `outcome` over `previous` (only if unchanged) and counts it. */
 async function apply(
-  redis: Redis,
+  redis: RedisClient,
   key: string,
   field: string,
   previous: string,
@@ -267,7 +299,8 @@ async function rotateOutbound(
 ): Promise<void> {
   const toKey = outboundAesKey(to);
   outboundAesKey(from); // a malformed old key fails here, before anything is read
-  const queue = new Queue(queueName, { connection: redis, prefix });
+  // One outbound queue, under the configured prefix (partition 0's).
+  const queue = new Queue(queueName, { connection: redis, prefix: basePrefix(prefix) });
   const count = report.outbound_events;
   try {
     const states = ['wait', 'delayed', 'prioritized', 'active', 'completed', 'failed'] as const;

@@ -4,7 +4,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
 } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
@@ -36,7 +36,7 @@ export interface IngestDeps {
   /** Validated configuration; `ingest.tokens` are the accepted bearer tokens. */
   config: Config;
   /** A request connection (`requestConnection()`): fails fast while Redis is down. */
-  redis: Redis;
+  redis: RedisClient;
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;

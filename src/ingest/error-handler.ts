@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { ClientError } from './errors/client-error.ts';
 import { IngestHttpError } from './errors/ingest-http-error.ts';
@@ -12,7 +12,7 @@ import { isRedisUnavailable } from './redis-failure.ts';
 
 export interface ErrorHandlerOptions {
   /** The request connection: a failure while it is not ready is answered 503, not 500. */
-  redis: Pick<Redis, 'status'>;
+  redis: Pick<RedisClient, 'status'>;
   bodyLimitBytes: number;
 }
 

@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 export interface IdempotencyStoreOptions {
-  redis: Redis;
-  /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
-  prefix: string;
+  redis: RedisClient;
+  /**
+   * Key prefix, with a hash tag (`{cw}`) so that a patient's keys share a Redis Cluster slot; or
+   * the partitions (an event id is remembered in its patient's partition).
+   */
+  prefix: KeySpace;
   /**
    * How long an event id is remembered (`config.ingest.idempotency_ttl_s`).
    * @defaultValue 86400
@@ -19,8 +23,8 @@ export interface IdempotencyStoreOptions {
  * is durable.
  */
 export class IdempotencyStore {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
   readonly #ttlSeconds: number;
 
   constructor({ redis, prefix, ttlSeconds = 86_400 }: IdempotencyStoreOptions) {
@@ -39,7 +43,7 @@ export class IdempotencyStore {
       .update('\0')
       .update(eventId, 'utf8')
       .digest('base64url');
-    return `${this.#prefix}:idem:${digest}`;
+    return `${patientPrefix(this.#prefix, patientServiceId)}:idem:${digest}`;
   }
 
   /** How long an entry is kept, in seconds. */

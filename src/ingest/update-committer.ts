@@ -1,8 +1,9 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import type { CrosswalkPlan } from '../identity/crosswalk.ts';
 import type { PresetStore } from '../presets/preset-store.ts';
+import { Partitions, patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { optOutKey } from '../privacy/patient-consent.ts';
 import { queryJobId, queryJobIdPrefix } from '../queries/query-job.ts';
 import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from '../queries/query-outbox.ts';
@@ -81,6 +82,12 @@ if ARGV[17] == '1' then
     redis.call('HINCRBY', KEYS[9], 'version', 1)
   end
 end
+-- A merge whose prior patient is in another partition: its presets, read before, come as ARGV[23]
+-- (field, value, …) and the prior patient is retired by a second script (see RETIRE_PRIOR).
+if ARGV[23] ~= '' then
+  local moved = cjson.decode(ARGV[23])
+  for i = 1, #moved, 2 do redis.call('HSETNX', KEYS[2], moved[i], moved[i + 1]) end
+end
 if ARGV[10] == '1' then
   local wanted = {}
   local value = cjson.encode({source = 'problem_list', created_at = ARGV[4]})
@@ -150,6 +157,37 @@ if idem_ttl > 0 then
 end
 return {'ok', version, opted_out, scheduled}
 `);
+
+/**
+ * The second step of a merge whose prior patient lives in another partition than the survivor (a
+ * Redis Cluster script cannot span two slots): once the survivor has the prior's record and
+ * presets (the first script), the prior patient loses its record and presets and is retired, but
+ * only if neither changed since they were read (its version, and its presets exactly as copied):
+ * else `0`, and the caller reads both again and repeats the merge (the survivor's part again is
+ * harmless: the same items and presets). A crash between the two leaves the prior patient as it
+ * was (its message was not acknowledged, and its resend completes the merge).
+ *
+ * KEYS: prior presets, prior record, retired key. ARGV: expected prior version, the presets read
+ * (JSON `[field, value, …]`), the survivor's service id, '1' to retire.
+ */
+const RETIRE_PRIOR = `
+if tonumber(redis.call('HGET', KEYS[2], 'version') or '0') ~= tonumber(ARGV[1]) then return 0 end
+local now = redis.call('HGETALL', KEYS[1])
+local was = cjson.decode(ARGV[2])
+if #now ~= #was then return 0 end
+local read = {}
+for i = 1, #was, 2 do read[was[i]] = was[i + 1] end
+for i = 1, #now, 2 do
+  if read[now[i]] ~= now[i + 1] then return 0 end
+end
+redis.call('DEL', KEYS[1])
+redis.call('HDEL', KEYS[2], 'record', 'clinical')
+if ARGV[4] == '1' then
+  redis.call('SET', KEYS[3], ARGV[3])
+  redis.call('HINCRBY', KEYS[2], 'version', 1)
+end
+return 1
+`;
 
 /** How the message changes the record. */
 export type RecordWrite =
@@ -281,8 +319,12 @@ function presetSource(value: string): unknown {
 }
 
 export interface UpdateCommitterOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /**
+   * A prefix, or the partitions: every key of one commit is its patient's partition's (a merge
+   * across two partitions is two scripts, see {@link RETIRE_PRIOR}).
+   */
+  prefix: KeySpace;
   records: RecordStore;
   presets: PresetStore;
   idempotency: IdempotencyStore;
@@ -319,21 +361,24 @@ export class UpdateCommitter {
    */
   static fromConfig(deps: {
     config: Pick<Config, 'queries' | 'ingest' | 'privacy' | 'redis'>;
-    redis: Redis;
+    redis: RedisClient;
     records: RecordStore;
     presets: PresetStore;
     registry: Registry;
+    /** The partitions. @defaultValue those of `config.redis` */
+    keySpace?: KeySpace;
   }): UpdateCommitter {
     const { config, redis } = deps;
     const metrics = new IngestMetrics(deps.registry);
+    const keySpace = deps.keySpace ?? Partitions.of(config.redis);
     return new UpdateCommitter({
       redis,
-      prefix: config.redis.prefix,
+      prefix: keySpace,
       records: deps.records,
       presets: deps.presets,
       idempotency: new IdempotencyStore({
         redis,
-        prefix: config.redis.prefix,
+        prefix: keySpace,
         ttlSeconds: config.ingest.idempotency_ttl_s,
       }),
       debounceMs: config.queries.debounce_ms,
@@ -351,7 +396,8 @@ export class UpdateCommitter {
    * connection onto itself, which cost more CPU than the reads (measured with the mllp bench).
    */
   async storedState(patientServiceId: string, retiredKey: string): Promise<StoredState> {
-    const { redis, prefix, records, presets } = this.#o;
+    const { redis, records, presets } = this.#o;
+    const prefix = patientPrefix(this.#o.prefix, patientServiceId);
     const [fields, flatPresets, optedOut, survivor] = (await READ_STATE.run(
       redis,
       [
@@ -388,8 +434,51 @@ export class UpdateCommitter {
   }
 
   async commit(input: CommitInput): Promise<CommitResult> {
-    const { redis, prefix, records, presets, idempotency } = this.#o;
+    const space = this.#o.prefix;
+    const merge = input.merge;
+    if (
+      merge !== undefined &&
+      patientPrefix(space, merge.priorPatientServiceId) !==
+        patientPrefix(space, input.patientServiceId)
+    ) {
+      return this.#mergeAcross(input, merge);
+    }
+    return this.#commit(input, '');
+  }
+
+  /**
+   * A merge across two partitions: the survivor's commit with the prior's presets as read, then
+   * {@link RETIRE_PRIOR} in the prior's partition; `conflict` when the prior changed in between.
+   */
+  async #mergeAcross(
+    input: CommitInput,
+    merge: NonNullable<CommitInput['merge']>,
+  ): Promise<CommitResult> {
+    const { redis, records, presets } = this.#o;
+    const prior = merge.priorPatientServiceId;
+    const read = await redis.hgetall(presets.keyOf(prior));
+    const snapshot = JSON.stringify(Object.entries(read).flat());
+    const { merge: _merge, ...survivorPart } = input;
+    const result = await this.#commit(survivorPart, snapshot);
+    if (result.status !== 'ok' && result.status !== 'unchanged') return result;
+    const retired = await redis.eval(
+      RETIRE_PRIOR,
+      3,
+      presets.keyOf(prior),
+      records.keyOf(prior),
+      merge.retiredKey ?? records.keyOf(prior),
+      merge.priorExpectedVersion,
+      snapshot,
+      input.patientServiceId,
+      merge.retiredKey === undefined ? '0' : '1',
+    );
+    return retired === 1 ? result : { status: 'conflict' };
+  }
+
+  async #commit(input: CommitInput, movedPresets: string): Promise<CommitResult> {
+    const { redis, records, presets, idempotency } = this.#o;
     const psid = input.patientServiceId;
+    const prefix = patientPrefix(this.#o.prefix, psid);
     const recordKey = records.keyOf(psid);
     const presetsKey = presets.keyOf(psid);
     const remember = input.remember === true;
@@ -429,6 +518,7 @@ export class UpdateCommitter {
       write.kind === 'put' ? write.contentHmac : '',
       input.onlyIfStale === true ? '1' : '0',
       input.merge?.retiredKey === undefined ? '0' : '1',
+      movedPresets,
     ];
     const reply = (await COMMIT.run(redis, keys, args)) as unknown[];
     switch (reply[0]) {

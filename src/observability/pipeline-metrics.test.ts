@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { freePort } from '../../tools/local-redis.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { redisAnswers } from '../queues/redis-connections.ts';
@@ -38,7 +39,7 @@ describe('PipelineMetrics', () => {
     await redis.cleanup();
   });
 
-  const queue = (name: string, connection: Redis = redis.redis) => {
+  const queue = (name: string, connection: RedisClient = redis.redis) => {
     const q = new Queue(name, { connection, prefix: redis.prefix });
     closers.unshift(() => q.close());
     return q;

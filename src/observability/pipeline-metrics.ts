@@ -26,6 +26,12 @@ export interface CountedQueue {
   ): Promise<readonly ({ timestamp: number } | undefined)[]>;
 }
 
+/** A queue of one partition (`redis.partitions`), for the gauges' `partition` label. */
+export interface PartitionQueue {
+  queue: CountedQueue;
+  partition: number;
+}
+
 /** Answers whether a queue is paused because the service refused the API key (`AuthPause.isPaused`). */
 export type AuthPauseProbe = () => Promise<boolean>;
 
@@ -55,7 +61,7 @@ export interface ServiceResponse {
 
 /** What the gauges read on a scrape, added by the roles of one process. */
 interface Watched {
-  queues: Set<CountedQueue>;
+  queues: Set<PartitionQueue>;
   /** Probes by queue name (several roles may watch one queue). */
   authPauses: Set<{ queue: string; probe: AuthPauseProbe }>;
   redis: Set<RedisProbe>;
@@ -89,10 +95,15 @@ async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T>
   }
 }
 
-/** One queue per name (two roles may watch the same queue through two objects). */
-function byName(queues: Set<CountedQueue>): CountedQueue[] {
-  const out = new Map<string, CountedQueue>();
-  for (const queue of queues) if (!out.has(queue.name)) out.set(queue.name, queue);
+/**
+ * One queue per name and partition (two roles may watch the same queue through two objects).
+ */
+function byName(queues: Set<PartitionQueue>): PartitionQueue[] {
+  const out = new Map<string, PartitionQueue>();
+  for (const entry of queues) {
+    const key = `${entry.queue.name}|${entry.partition}`;
+    if (!out.has(key)) out.set(key, entry);
+  }
   return [...out.values()];
 }
 
@@ -275,14 +286,15 @@ export class PipelineMetrics {
         new Gauge({
           name: 'cw_queue_jobs',
           help: 'Jobs in each queue by state, read from Redis on every scrape.',
-          labelNames: ['queue', 'state'],
+          labelNames: ['queue', 'state', 'partition'],
           registers,
           // Read on scrape, so the numbers are Redis's, not this process's view. A queue whose
           // counts do not come (Redis unreachable) is left out rather than reported stale.
           async collect() {
             const read = await Promise.all(
-              byName(queues).map(async (queue) => ({
+              byName(queues).map(async ({ queue, partition }) => ({
                 name: queue.name,
+                partition: String(partition),
                 counts: await within(
                   queue.getJobCounts(...QUEUE_JOB_STATES),
                   QUEUE_COUNT_TIMEOUT_MS,
@@ -292,10 +304,10 @@ export class PipelineMetrics {
             );
             // Replaced in one synchronous step, so that two scrapes at once never mix.
             this.reset();
-            for (const { name, counts } of read) {
+            for (const { name, partition, counts } of read) {
               if (counts === null) continue;
               for (const state of QUEUE_JOB_STATES)
-                this.set({ queue: name, state }, counts[state] ?? 0);
+                this.set({ queue: name, state, partition }, counts[state] ?? 0);
             }
           },
         }),
@@ -307,13 +319,14 @@ export class PipelineMetrics {
         new Gauge({
           name: 'cw_queue_oldest_waiting_seconds',
           help: 'Age of the oldest job waiting for a worker in each queue (0 when none waits), read from Redis on every scrape.',
-          labelNames: ['queue'],
+          labelNames: ['queue', 'partition'],
           registers,
           async collect() {
             const now = Date.now();
             const read = await Promise.all(
-              byName(queues).map(async (queue) => ({
+              byName(queues).map(async ({ queue, partition }) => ({
                 name: queue.name,
+                partition: String(partition),
                 seconds: await within(
                   oldestWaitingSeconds(queue, now),
                   QUEUE_COUNT_TIMEOUT_MS,
@@ -322,8 +335,8 @@ export class PipelineMetrics {
               })),
             );
             this.reset();
-            for (const { name, seconds } of read)
-              if (seconds !== null) this.set({ queue: name }, seconds);
+            for (const { name, partition, seconds } of read)
+              if (seconds !== null) this.set({ queue: name, partition }, seconds);
           },
         }),
     );
@@ -386,13 +399,14 @@ export class PipelineMetrics {
 
   /**
    * Adds queues to `cw_queue_jobs` and `cw_queue_oldest_waiting_seconds` (one series set per queue
-   * name, whichever role added it); returns a function that takes them out again (call it before
-   * closing the queues).
+   * name and partition, whichever role added it; a bare queue is partition 0's); returns a
+   * function that takes them out again (call it before closing the queues).
    */
-  watchQueues(...queues: CountedQueue[]): () => void {
-    for (const queue of queues) this.#watched.queues.add(queue);
+  watchQueues(...queues: (CountedQueue | PartitionQueue)[]): () => void {
+    const entries = queues.map((q) => ('queue' in q ? q : { queue: q, partition: 0 }));
+    for (const entry of entries) this.#watched.queues.add(entry);
     return () => {
-      for (const queue of queues) this.#watched.queues.delete(queue);
+      for (const entry of entries) this.#watched.queues.delete(entry);
     };
   }
 

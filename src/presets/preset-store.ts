@@ -1,11 +1,15 @@
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { z } from 'zod';
 import { PRESET_SOURCES, type PresetSource } from './preset-source.ts';
 
 export interface PresetStoreOptions {
-  redis: Redis;
-  /** Key prefix, with a hash tag (`{cw}`) so that all keys share a Redis Cluster slot. */
-  prefix: string;
+  redis: RedisClient;
+  /**
+   * Key prefix, with a hash tag (`{cw}`) so that a patient's keys share a Redis Cluster slot; or
+   * the partitions (a patient's presets live in its partition).
+   */
+  prefix: KeySpace;
 }
 
 /** One stored preset of a patient. */
@@ -27,8 +31,8 @@ const StoredValueSchema = z.object({
  * hospital's own patient id.
  */
 export class PresetStore {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
 
   constructor({ redis, prefix }: PresetStoreOptions) {
     this.#redis = redis;
@@ -41,7 +45,7 @@ export class PresetStore {
 
   /** The Redis hash of a patient's presets (for scripts that write it with other keys). */
   keyOf(patientServiceId: string): string {
-    return `${this.#prefix}:presets:${patientServiceId}`;
+    return `${patientPrefix(this.#prefix, patientServiceId)}:presets:${patientServiceId}`;
   }
 
   /**

@@ -1,9 +1,9 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from '../observability/logger.ts';
 import { AuditEntrySchema, type AuditEntry, type StoredAuditEntry } from './audit-entry.ts';
 
 export interface AuditLogOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /**
    * How many entries the stream keeps (trimmed approximately, `MAXLEN ~`): the oldest go first.
@@ -31,7 +31,7 @@ const PAGE = 500;
  * shipper keeps a copy beyond the stream's bound.
  */
 export class AuditLog {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #maxEntries: number;
   readonly #logger: Logger | undefined;

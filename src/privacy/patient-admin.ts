@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
+import { basePrefix, type KeySpace } from '../queues/partitions.ts';
 import type { AuditAction } from './audit-entry.ts';
 import { AuditLog } from './audit-log.ts';
 import { PatientConsent } from './patient-consent.ts';
@@ -45,11 +46,15 @@ export interface OptInReport {
 }
 
 export interface PatientAdminOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /** A prefix, or the partitions (the audit log is under the configured prefix). */
+  prefix: KeySpace;
   keys: CrosswalkKeys;
-  /** The query queue, whose jobs of the patient are removed. */
-  queue: Queue;
+  /**
+   * The query queue, whose jobs of the patient are removed; with partitions, each partition's
+   * (index = partition).
+   */
+  queue: Queue | readonly Queue[];
   /** Gets one `audit` line per action. */
   logger: Logger;
   /** @defaultValue 100000 (`admin.audit.max_entries`) */
@@ -76,8 +81,17 @@ export class PatientAdmin {
     this.#keys = keys;
     this.crosswalk = new Crosswalk({ redis, prefix, keys });
     this.consent = new PatientConsent({ redis, prefix });
-    this.audit = new AuditLog({ redis, prefix, maxEntries: options.auditMaxEntries, logger });
-    this.#queryJobs = new PatientQueryJobs({ redis, prefix, queue });
+    this.audit = new AuditLog({
+      redis,
+      prefix: basePrefix(prefix),
+      maxEntries: options.auditMaxEntries,
+      logger,
+    });
+    this.#queryJobs = new PatientQueryJobs({
+      redis,
+      prefix,
+      queues: Array.isArray(queue) ? queue : [queue as Queue],
+    });
     this.#purge = new PatientPurge({
       redis,
       prefix,

@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 /**
  * The Redis key of a patient's opt-out: a plain string holding the time of the opt-out (ISO
@@ -9,8 +10,9 @@ export function optOutKey(prefix: string, patientServiceId: string): string {
 }
 
 export interface PatientConsentOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /** A prefix, or the partitions (an opt-out lives in its patient's partition). */
+  prefix: KeySpace;
 }
 
 /**
@@ -18,8 +20,8 @@ export interface PatientConsentOptions {
  * still accepted and stored, but no query is scheduled (ingest) nor submitted (worker).
  */
 export class PatientConsent {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
 
   constructor({ redis, prefix }: PatientConsentOptions) {
     this.#redis = redis;
@@ -34,7 +36,7 @@ export class PatientConsent {
     patientServiceId: string,
     now = new Date(),
   ): Promise<{ optedOutAt: string; created: boolean }> {
-    const key = optOutKey(this.#prefix, patientServiceId);
+    const key = optOutKey(patientPrefix(this.#prefix, patientServiceId), patientServiceId);
     const set = await this.#redis.set(key, now.toISOString(), 'NX');
     if (set === 'OK') return { optedOutAt: now.toISOString(), created: true };
     const existing = await this.#redis.get(key);
@@ -43,16 +45,28 @@ export class PatientConsent {
 
   /** Lifts the opt-out; true when one was in force. */
   async optIn(patientServiceId: string): Promise<boolean> {
-    return (await this.#redis.del(optOutKey(this.#prefix, patientServiceId))) === 1;
+    return (
+      (await this.#redis.del(
+        optOutKey(patientPrefix(this.#prefix, patientServiceId), patientServiceId),
+      )) === 1
+    );
   }
 
   /** The worker calls this before submitting a query (and ingest's script checks the same key). */
   async isOptedOut(patientServiceId: string): Promise<boolean> {
-    return (await this.#redis.exists(optOutKey(this.#prefix, patientServiceId))) === 1;
+    return (
+      (await this.#redis.exists(
+        optOutKey(patientPrefix(this.#prefix, patientServiceId), patientServiceId),
+      )) === 1
+    );
   }
 
   /** When the opt-out in force was made, if one is. */
   async optedOutAt(patientServiceId: string): Promise<string | undefined> {
-    return (await this.#redis.get(optOutKey(this.#prefix, patientServiceId))) ?? undefined;
+    return (
+      (await this.#redis.get(
+        optOutKey(patientPrefix(this.#prefix, patientServiceId), patientServiceId),
+      )) ?? undefined
+    );
   }
 }

@@ -1,13 +1,15 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PatientConsent } from './patient-consent.ts';
 import type { PatientEraser } from './patient-eraser.ts';
 import type { PatientQueryJobs } from './patient-query-jobs.ts';
 import { globLiteral, scanKeys } from './redis-keys.ts';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 
 export interface PatientPurgeOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /** A prefix, or the partitions (a patient's keys are its partition's). */
+  prefix: KeySpace;
   crosswalk: Crosswalk;
   consent: PatientConsent;
   queryJobs: PatientQueryJobs;
@@ -45,8 +47,8 @@ export interface PurgeResult {
  * patient and schedule no query. To erase those too, opt the patient in, then purge.
  */
 export class PatientPurge {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
   readonly #crosswalk: Crosswalk;
   readonly #consent: PatientConsent;
   readonly #queryJobs: PatientQueryJobs;
@@ -93,7 +95,8 @@ export class PatientPurge {
    * `ingest.idempotency_ttl_s`). A resent update then counts as new, for the new patient it makes.
    */
   async #forgetAnswers(patientServiceId: string): Promise<number> {
-    const keys = await scanKeys(this.#redis, `${globLiteral(this.#prefix)}:idem:*`);
+    const prefix = patientPrefix(this.#prefix, patientServiceId);
+    const keys = await scanKeys(this.#redis, `${globLiteral(prefix)}:idem:*`);
     let deleted = 0;
     for (let i = 0; i < keys.length; i += 500) {
       const batch = keys.slice(i, i + 500);
@@ -118,7 +121,7 @@ export class PatientPurge {
     patientServiceId: string,
     add: (name: string, n: number) => void,
   ): Promise<void> {
-    const p = this.#prefix;
+    const p = patientPrefix(this.#prefix, patientServiceId);
     const psid = globLiteral(patientServiceId);
     const hashes: [string, string][] = [
       ['presets', `${p}:presets:${patientServiceId}`],

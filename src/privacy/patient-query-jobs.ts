@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { removeDueQueriesOf } from '../queries/query-outbox.ts';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { globLiteral, scanKeys } from './redis-keys.ts';
 
 /** Job states in which a query has not started: removing the job means it never runs. */
@@ -10,10 +11,11 @@ const NOT_STARTED = new Set(['waiting', 'delayed', 'prioritized', 'paused', 'wai
 const PAGE = 1_000;
 
 export interface PatientQueryJobsOptions {
-  redis: Redis;
-  prefix: string;
-  /** The query queue (`concordance-queries`). */
-  queue: Queue;
+  redis: RedisClient;
+  /** A prefix, or the partitions: a patient's queries are in its partition's due set and queue. */
+  prefix: KeySpace;
+  /** The query queue (`concordance-queries`) of each partition (index = partition). */
+  queues: readonly Queue[];
 }
 
 export interface RemovedQueryJobs {
@@ -28,26 +30,35 @@ export interface RemovedQueryJobs {
  * (see `queryJobId`), so they are found by their keys (`SCAN`), whatever state they are in.
  */
 export class PatientQueryJobs {
-  readonly #redis: Redis;
-  readonly #queue: Queue;
-  readonly #base: string;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #queues: readonly Queue[];
+  readonly #space: KeySpace;
 
-  constructor({ redis, prefix, queue }: PatientQueryJobsOptions) {
+  constructor({ redis, prefix, queues }: PatientQueryJobsOptions) {
     this.#redis = redis;
-    this.#prefix = prefix;
-    this.#queue = queue;
-    this.#base = `${prefix}:${queue.name}:`;
+    this.#space = prefix;
+    this.#queues = queues;
+  }
+
+  /** The patient's partition's prefix, query queue, and the queue's key base. */
+  #of(patientServiceId: string): { prefix: string; queue: Queue; base: string } {
+    const space = this.#space;
+    const index = typeof space === 'string' ? 0 : space.indexOf(patientServiceId);
+    const queue = this.#queues[index];
+    if (queue === undefined) throw new RangeError(`no query queue for partition ${index}`);
+    const prefix = patientPrefix(space, patientServiceId);
+    return { prefix, queue, base: `${prefix}:${queue.name}:` };
   }
 
   /** The ids of every job of the patient the queue still holds, in any state. */
   async ids(patientServiceId: string): Promise<string[]> {
+    const { base } = this.#of(patientServiceId);
     const keys = await scanKeys(
       this.#redis,
-      `${globLiteral(this.#base)}q-${globLiteral(patientServiceId)}-*`,
+      `${globLiteral(base)}q-${globLiteral(patientServiceId)}-*`,
     );
     // A job's keys are its hash and `:logs`, `:lock`…: the id is what comes before a colon.
-    return [...new Set(keys.map((key) => key.slice(this.#base.length).split(':')[0] ?? ''))]
+    return [...new Set(keys.map((key) => key.slice(base.length).split(':')[0] ?? ''))]
       .filter((id) => id !== '')
       .sort();
   }
@@ -59,16 +70,17 @@ export class PatientQueryJobs {
    */
   async remove(patientServiceId: string, which: 'not_started' | 'all'): Promise<RemovedQueryJobs> {
     // Queries ingest opened that no worker has queued yet (the due set) never start either.
-    let removed = await removeDueQueriesOf(this.#redis, this.#prefix, patientServiceId);
+    const { prefix, queue } = this.#of(patientServiceId);
+    let removed = await removeDueQueriesOf(this.#redis, prefix, patientServiceId);
     let inFlight = 0;
     for (const id of await this.ids(patientServiceId)) {
-      const state = await this.#queue.getJobState(id);
+      const state = await queue.getJobState(id);
       if (state === 'unknown') continue;
       if (which === 'not_started' && !NOT_STARTED.has(state)) {
         if (state === 'active') inFlight += 1;
         continue;
       }
-      if ((await this.#queue.remove(id)) === 1) removed += 1;
+      if ((await queue.remove(id)) === 1) removed += 1;
       else inFlight += 1;
     }
     return { removed, inFlight };
@@ -79,7 +91,7 @@ export class PatientQueryJobs {
    * BullMQ keeps up to 10,000 of them). Returns how many were deleted.
    */
   async forgetEvents(patientServiceId: string): Promise<number> {
-    const stream = `${this.#base}events`;
+    const stream = `${this.#of(patientServiceId).base}events`;
     const marker = `q-${patientServiceId}-`;
     let start = '-';
     let deleted = 0;

@@ -1,5 +1,5 @@
 import type { JobType, Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { PatientEraser } from './patient-eraser.ts';
 
 /** States whose jobs are erased: all but `active` (a worker holds it). A paused queue's jobs wait. */
@@ -21,7 +21,7 @@ const byServiceId = (data: unknown): unknown =>
 export class QueueJobEraser implements PatientEraser {
   readonly name: string;
   readonly #queue: Queue;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #patientOf: (data: unknown) => unknown;
 
   /**
@@ -32,7 +32,7 @@ export class QueueJobEraser implements PatientEraser {
   constructor(
     name: string,
     queue: Queue,
-    redis: Redis,
+    redis: RedisClient,
     patientOf: (data: unknown) => unknown = byServiceId,
   ) {
     this.name = name;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import { queryJobId, type QueryJobData } from './query-job.ts';
 import { parseOutboxMember, queryOutboxKey } from './query-outbox.ts';
@@ -18,7 +18,7 @@ return due
 
 export interface QueryDispatcherOptions {
   /** A worker connection (commands wait while Redis is away). */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** The query queue the due queries become jobs of. */
   queue: Queue;

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 /**
  * The due set of new queries: one Redis sorted set per prefix whose members name a query
@@ -50,7 +50,7 @@ function globLiteral(text: string): string {
  * Returns how many were removed.
  */
 export async function removeDueQueriesOf(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   patientServiceId: string,
 ): Promise<number> {

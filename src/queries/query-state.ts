@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
 
 /** One record update that asked for a query. */
@@ -84,8 +85,12 @@ export interface RemoteJob {
 }
 
 export interface QueryStateOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /**
+   * A prefix, or the partitions: a (patient, category)'s state, and the due set its new queries
+   * go to, are its patient's partition's.
+   */
+  prefix: KeySpace;
 }
 
 /**
@@ -95,8 +100,8 @@ export interface QueryStateOptions {
  * destroyed by one.
  */
 export class QueryState {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
 
   constructor({ redis, prefix }: QueryStateOptions) {
     this.#redis = redis;
@@ -104,7 +109,7 @@ export class QueryState {
   }
 
   #key(patientServiceId: string, category: string): string {
-    return queryStateKey(this.#prefix, patientServiceId, category);
+    return queryStateKey(patientPrefix(this.#prefix, patientServiceId), patientServiceId, category);
   }
 
   /**
@@ -123,7 +128,7 @@ export class QueryState {
       SCHEDULE,
       2,
       this.#key(patientServiceId, category),
-      queryOutboxKey(this.#prefix),
+      queryOutboxKey(patientPrefix(this.#prefix, patientServiceId)),
       trigger.eventId,
       trigger.at,
       MAX_TRIGGER_IDS,

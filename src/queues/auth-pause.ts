@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.ts';
 
 /**
  * The service refused our API key: every job would fail the same way, so the whole queue is
@@ -8,10 +8,10 @@ import type { Redis } from 'ioredis';
  */
 export class AuthPause {
   readonly #queue: Queue;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #flag: string;
 
-  constructor(queue: Queue, redis: Redis, prefix: string) {
+  constructor(queue: Queue, redis: RedisClient, prefix: string) {
     this.#queue = queue;
     this.#redis = redis;
     this.#flag = `${prefix}:${queue.name}:auth-paused`;

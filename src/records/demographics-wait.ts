@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { allPrefixes, patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 
 /**
  * Adds (patient, category) to the waiting set unless it is there (its first wait counts), and
@@ -50,14 +51,19 @@ export type WaitDecision =
  */
 export class DemographicsWait {
   readonly name = 'waiting_for_demographics';
-  readonly #redis: Redis;
-  readonly #zset: string;
-  readonly #hash: string;
+  readonly #redis: RedisClient;
+  readonly #space: KeySpace;
 
-  constructor(options: { redis: Redis; prefix: string }) {
+  /** `prefix`: a prefix, or the partitions (each partition has its waiting set). */
+  constructor(options: { redis: RedisClient; prefix: KeySpace }) {
     this.#redis = options.redis;
-    this.#zset = `${options.prefix}:waitdemo`;
-    this.#hash = `${options.prefix}:waitdemo:seq`;
+    this.#space = options.prefix;
+  }
+
+  /** The waiting set and the seq hash of a patient's partition. */
+  #keys(patientServiceId: string): [zset: string, hash: string] {
+    const prefix = patientPrefix(this.#space, patientServiceId);
+    return [`${prefix}:waitdemo`, `${prefix}:waitdemo:seq`];
   }
 
   static member(patientServiceId: string, category: string): string {
@@ -76,8 +82,7 @@ export class DemographicsWait {
     const [first, newest] = (await this.#redis.eval(
       PARK,
       2,
-      this.#zset,
-      this.#hash,
+      ...this.#keys(patientServiceId),
       member,
       now,
       seq,
@@ -94,12 +99,16 @@ export class DemographicsWait {
   /** The key no longer waits (its record could be assembled, or its wait ended). */
   async release(patientServiceId: string, category: string): Promise<void> {
     const member = DemographicsWait.member(patientServiceId, category);
-    await this.#redis.multi().zrem(this.#zset, member).hdel(this.#hash, member).exec();
+    const [zset, hash] = this.#keys(patientServiceId);
+    await this.#redis.multi().zrem(zset, member).hdel(hash, member).exec();
   }
 
   /** (patient, category) keys waiting now. */
   async count(): Promise<number> {
-    return this.#redis.zcard(this.#zset);
+    const counts = await Promise.all(
+      allPrefixes(this.#space).map((prefix) => this.#redis.zcard(`${prefix}:waitdemo`)),
+    );
+    return counts.reduce((a, b) => a + b, 0);
   }
 
   /** A purge: the patient's keys wait no more. */
@@ -107,8 +116,7 @@ export class DemographicsWait {
     return (await this.#redis.eval(
       ERASE_PATIENT,
       2,
-      this.#zset,
-      this.#hash,
+      ...this.#keys(patientServiceId),
       `${patientServiceId}|`,
     )) as number;
   }

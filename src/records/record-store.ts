@@ -1,4 +1,5 @@
-import type { Redis } from 'ioredis';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { AssembledPatientSchema, type AssembledPatient } from '../interface/assembled-patient.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { normalizedContent } from '../delivery/normalized-content.ts';
@@ -40,15 +41,16 @@ export interface StoredRecord {
 }
 
 export interface RecordStoreOptions {
-  redis: Redis;
-  prefix: string;
+  redis: RedisClient;
+  /** A prefix, or the partitions: a record lives in its patient's partition. */
+  prefix: KeySpace;
   keys: CrosswalkKeys;
 }
 
 /** The current AssembledPatient of each patient, sealed at rest (AES-256-GCM). */
 export class RecordStore {
-  readonly #redis: Redis;
-  readonly #prefix: string;
+  readonly #redis: RedisClient;
+  readonly #prefix: KeySpace;
   readonly #keys: CrosswalkKeys;
 
   constructor({ redis, prefix, keys }: RecordStoreOptions) {
@@ -63,7 +65,7 @@ export class RecordStore {
 
   /** The Redis hash of a patient's record (for scripts that write it with other keys). */
   keyOf(patientServiceId: string): string {
-    return `${this.#prefix}:rec:${patientServiceId}`;
+    return `${patientPrefix(this.#prefix, patientServiceId)}:rec:${patientServiceId}`;
   }
 
   /** A JSON record sealed as the `record` field of {@link keyOf} holds it. */

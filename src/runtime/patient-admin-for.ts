@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Config } from '../config/config-schema.ts';
 import { purgePatientDeliveries } from '../delivery/purge-patient-deliveries.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.ts';
 import { PatientAdmin } from '../privacy/patient-admin.ts';
 import type { PatientEraser } from '../privacy/patient-eraser.ts';
 import { QueueJobEraser } from '../privacy/queue-job-eraser.ts';
+import { Partitions } from '../queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 
@@ -17,21 +18,25 @@ import { DemographicsWait } from '../records/demographics-wait.ts';
  */
 export function patientErasers(
   config: Config,
-  redis: Redis,
+  redis: RedisClient,
   keys: CrosswalkKeys,
 ): { erasers: PatientEraser[]; queues: Queue[] } {
   const prefix = config.redis.prefix;
+  const partitions = Partitions.of(config.redis);
   const erasers: PatientEraser[] = [
     {
       // Result events waiting for the webhook, and dead letters (their patient_id is sealed).
       name: 'webhook_events',
       async erase(patientServiceId) {
-        const purged = await purgePatientDeliveries({ redis, prefix, keys }, patientServiceId);
+        const purged = await purgePatientDeliveries(
+          { redis, prefix: partitions, keys },
+          patientServiceId,
+        );
         return purged.pending + purged.deadLetters;
       },
     },
     // Queries of the patient waiting for a birth date.
-    new DemographicsWait({ redis, prefix }),
+    new DemographicsWait({ redis, prefix: partitions }),
   ];
   const queues: Queue[] = [];
   const outbound = config.delivery.outbound_queue;
@@ -48,30 +53,33 @@ export function patientErasers(
 
 /**
  * Patient administration as the ingest process and the CLI build it: one place, so that both
- * purge exactly the same stores. `queue` is the query queue; without it one is opened on `redis`.
- * `close()` closes what this opened.
+ * purge exactly the same stores. `queues` are the query queues of every partition (index =
+ * partition); without them they are opened on `redis`. `close()` closes what this opened.
  */
 export function patientAdminFor(options: {
   config: Config;
-  redis: Redis;
+  redis: RedisClient;
   keys: CrosswalkKeys;
   logger: Logger;
-  queue?: Queue;
+  queues?: readonly Queue[];
 }): { admin: PatientAdmin; close(): Promise<void> } {
   const { config, redis, keys, logger } = options;
   const { erasers, queues } = patientErasers(config, redis, keys);
-  const queue =
-    options.queue ??
-    new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix: config.redis.prefix });
-  if (options.queue === undefined) {
-    queue.on('error', () => undefined);
-    queues.push(queue);
+  const partitions = Partitions.of(config.redis);
+  let queryQueues = options.queues;
+  if (queryQueues === undefined) {
+    queryQueues = partitions.prefixes.map((prefix) => {
+      const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
+      queue.on('error', () => undefined);
+      queues.push(queue);
+      return queue;
+    });
   }
   const admin = new PatientAdmin({
     redis,
-    prefix: config.redis.prefix,
+    prefix: partitions,
     keys,
-    queue,
+    queue: queryQueues,
     logger,
     auditMaxEntries: config.admin.audit.max_entries,
     erasers,

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
@@ -12,6 +12,7 @@ import { processRegistry } from '../observability/process-registry.ts';
 import { queryJobOptions } from '../queries/query-job.ts';
 import { QueryScheduler } from '../queries/query-scheduler.ts';
 import { QueryState } from '../queries/query-state.ts';
+import { Partitions } from '../queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { RecordStore } from '../records/record-store.ts';
 import { StartupError } from './startup-error.ts';
@@ -20,8 +21,14 @@ import { StartupError } from './startup-error.ts';
 export interface PipelineContext {
   config: Config;
   logger: Logger;
-  redis: Redis;
+  redis: RedisClient;
+  /** The configured prefix (`redis.prefix`): partition 0's, and that of what is no patient's. */
   prefix: string;
+  /**
+   * The partitions of the patients' keys and queues (`redis.partitions`; one partition is the
+   * prefix alone). The stores below are built on them.
+   */
+  partitions: Partitions;
   keys: CrosswalkKeys;
   crosswalk: Crosswalk;
   records: RecordStore;
@@ -51,34 +58,53 @@ export function crosswalkKeysFrom(config: Config): CrosswalkKeys {
 export function pipelineContext(
   config: Config,
   logger: Logger,
-  redis: Redis,
+  redis: RedisClient,
   keys: CrosswalkKeys = crosswalkKeysFrom(config),
   registry: Registry = processRegistry(),
 ): PipelineContext {
   const prefix = config.redis.prefix;
+  const partitions = Partitions.of(config.redis);
   const metrics = registry;
   return {
     config,
     logger,
     redis,
     prefix,
+    partitions,
     keys,
-    crosswalk: new Crosswalk({ redis, prefix, keys }),
-    records: new RecordStore({ redis, prefix, keys }),
-    state: new QueryState({ redis, prefix }),
+    crosswalk: new Crosswalk({ redis, prefix: partitions, keys }),
+    records: new RecordStore({ redis, prefix: partitions, keys }),
+    state: new QueryState({ redis, prefix: partitions }),
     metrics,
     pipelineMetrics: new PipelineMetrics(metrics),
     outboundMetrics: new OutboundQueueMetrics(metrics),
   };
 }
 
-/** The query queue as producers see it: submission retries and retention are set per job. */
-export function queriesQueue(context: PipelineContext, connection: Redis): Queue {
+/**
+ * The query queue as producers see it: submission retries and retention are set per job.
+ * Partition 0's queue unless `partition` says otherwise.
+ */
+export function queriesQueue(
+  context: Pick<PipelineContext, 'config' | 'prefix'> & { partitions?: Partitions },
+  connection: RedisClient,
+  partition = 0,
+): Queue {
   return new Queue(CONCORDANCE_QUERIES, {
     connection,
-    prefix: context.prefix,
+    prefix: context.partitions?.prefixAt(partition) ?? context.prefix,
     defaultJobOptions: queryJobOptions(context.config.queries),
   });
+}
+
+/** The query queue of every partition (index = partition). */
+export function queriesQueues(context: PipelineContext, connection: RedisClient): Queue[] {
+  return context.partitions.prefixes.map((_, p) => queriesQueue(context, connection, p));
+}
+
+/** The partitions a worker process serves: `worker.partitions`, else every one. */
+export function servedPartitions(config: Config): number[] {
+  return config.worker.partitions ?? Array.from({ length: config.redis.partitions }, (_, p) => p);
 }
 
 export function queryScheduler(context: PipelineContext): QueryScheduler {
@@ -89,7 +115,10 @@ export function queryScheduler(context: PipelineContext): QueryScheduler {
 }
 
 /** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY`. */
-export function outboundChannel(context: PipelineContext, connection: Redis): OutboundQueueChannel {
+export function outboundChannel(
+  context: PipelineContext,
+  connection: RedisClient,
+): OutboundQueueChannel {
   const outbound = context.config.delivery.outbound_queue;
   if (outbound.key === undefined) {
     throw new StartupError('OUTBOUND_KEY is not set: the outbound queue seals patient_id with it');

@@ -1,10 +1,11 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Config } from '../config/config-schema.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
 import { QUEUE_JOB_STATES } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
+import { Partitions } from '../queues/partitions.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { topUnmappedProblems, type UnmappedCode } from '../terminology/unmapped-problems.ts';
@@ -13,6 +14,8 @@ export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
 
 export interface QueueStatus {
   name: string;
+  /** The partition the queue belongs to (`redis.partitions`; the outbound queue is 0's). */
+  partition: number;
   counts: Record<QueueJobState, number>;
   /** Paused (by an operator, or by a worker because the service refused the API key). */
   paused: boolean;
@@ -27,6 +30,8 @@ export interface QueueStatus {
 export interface PipelineStatus {
   generated_at: string;
   prefix: string;
+  /** `redis.partitions`: each partition has its own query and webhook queues. */
+  partitions: number;
   queues: QueueStatus[];
   /** Deliveries given up on and kept for `replay`. */
   dead_letters: { count: number };
@@ -39,34 +44,46 @@ export interface PipelineStatus {
 export interface ReadStatusOptions {
   config: Config;
   /** A request connection: a status read fails fast while Redis is unreachable. */
-  redis: Redis;
+  redis: RedisClient;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
 
-/** The queues this configuration uses, the webhook's only when configured or already present. */
-async function queueNames(config: Config, redis: Redis): Promise<string[]> {
-  const names = [CONCORDANCE_QUERIES];
+/**
+ * The queues this configuration uses, as (name, partition): the query queue of every partition,
+ * the outbound queue (one), the webhook's of every partition only when configured or present.
+ */
+async function queuesOf(
+  config: Config,
+  redis: RedisClient,
+  partitions: Partitions,
+): Promise<{ name: string; partition: number }[]> {
+  const each = (name: string) => partitions.prefixes.map((_, partition) => ({ name, partition }));
+  const queues = each(CONCORDANCE_QUERIES);
   if (
     config.delivery.outbound_queue.enabled ||
-    (await exists(redis, config, config.delivery.outbound_queue.name))
+    (await exists(redis, partitions.base, config.delivery.outbound_queue.name))
   ) {
-    names.push(config.delivery.outbound_queue.name);
+    queues.push({ name: config.delivery.outbound_queue.name, partition: 0 });
   }
-  if (config.delivery.webhook.url !== null || (await exists(redis, config, WEBHOOK_DELIVERIES))) {
-    names.push(WEBHOOK_DELIVERIES);
+  if (
+    config.delivery.webhook.url !== null ||
+    (await exists(redis, partitions.base, WEBHOOK_DELIVERIES))
+  ) {
+    queues.push(...each(WEBHOOK_DELIVERIES));
   }
-  return names;
+  return queues;
 }
 
-async function exists(redis: Redis, config: Config, name: string): Promise<boolean> {
-  const base = `${config.redis.prefix}:${name}`;
+async function exists(redis: RedisClient, prefix: string, name: string): Promise<boolean> {
+  const base = `${prefix}:${name}`;
   return (await redis.exists(`${base}:meta`, `${base}:id`)) > 0;
 }
 
 async function queueStatus(
   queue: Queue,
-  redis: Redis,
+  partition: number,
+  redis: RedisClient,
   prefix: string,
   now: number,
 ): Promise<QueueStatus> {
@@ -82,6 +99,7 @@ async function queueStatus(
   const ttl = await queue.getRateLimitTtl(global?.max ?? Number.MAX_SAFE_INTEGER);
   return {
     name: queue.name,
+    partition,
     counts: Object.fromEntries(QUEUE_JOB_STATES.map((s) => [s, counts[s] ?? 0])) as Record<
       QueueJobState,
       number
@@ -103,30 +121,41 @@ export async function readPipelineStatus({
   now = Date.now,
 }: ReadStatusOptions): Promise<PipelineStatus> {
   const prefix = config.redis.prefix;
+  const partitions = Partitions.of(config.redis);
   const at = now();
-  const queues = (await queueNames(config, redis)).map((name) => {
-    const queue = new Queue(name, { connection: redis, prefix });
+  const queues = (await queuesOf(config, redis, partitions)).map(({ name, partition }) => {
+    const queue = new Queue(name, { connection: redis, prefix: partitions.prefixAt(partition) });
     // A lost connection surfaces as a failed read below; the event itself is not a crash.
     queue.on('error', () => undefined);
-    return queue;
+    return { queue, partition };
   });
   try {
-    return {
-      generated_at: new Date(at).toISOString(),
-      prefix,
-      queues: await Promise.all(queues.map((q) => queueStatus(q, redis, prefix, at))),
-      dead_letters: {
-        count: await new DeadLetterStore({
+    const letters = await Promise.all(
+      partitions.prefixes.map((p) =>
+        new DeadLetterStore({
           redis,
-          prefix,
+          prefix: p,
           retentionDays: config.delivery.dead_letters.retention_days,
           now,
         }).count(),
-      },
+      ),
+    );
+    return {
+      generated_at: new Date(at).toISOString(),
+      prefix,
+      partitions: partitions.count,
+      queues: await Promise.all(
+        queues.map(({ queue, partition }) =>
+          queueStatus(queue, partition, redis, partitions.prefixAt(partition), at),
+        ),
+      ),
+      dead_letters: { count: letters.reduce((a, b) => a + b, 0) },
       unmapped_problems: await topUnmappedProblems(redis, prefix, UNMAPPED_LISTED),
-      waiting_for_demographics: { count: await new DemographicsWait({ redis, prefix }).count() },
+      waiting_for_demographics: {
+        count: await new DemographicsWait({ redis, prefix: partitions }).count(),
+      },
     };
   } finally {
-    await Promise.all(queues.map((q) => q.close()));
+    await Promise.all(queues.map(({ queue }) => queue.close()));
   }
 }

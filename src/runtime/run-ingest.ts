@@ -5,9 +5,13 @@ import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
-import { crosswalkKeysFrom, pipelineContext, queriesQueue } from './pipeline-context.ts';
+import { crosswalkKeysFrom, pipelineContext, queriesQueues } from './pipeline-context.ts';
 import { patientAdminFor } from './patient-admin-for.ts';
-import { redisAnswers, requestConnection } from '../queues/redis-connections.ts';
+import {
+  queueConnectionFor,
+  redisAnswers,
+  requestConnection,
+} from '../queues/redis-connections.ts';
 import type { RoleOptions, RunningProcess } from './run-worker.ts';
 import { startHealthServer, type HealthServer } from './health-app.ts';
 import { assertRoleConfig } from './role-problems.ts';
@@ -43,16 +47,24 @@ export async function runIngest(
   });
   const outages = new RedisOutageLog({ logger }).watch(redis);
   const context = pipelineContext(config, logger, redis, keys, options.registry);
-  const queue = queriesQueue(context, redis);
-  outages.listen(queue.name, queue);
-  const unwatchQueue = context.pipelineMetrics.watchQueues(queue);
+  // On a Redis Cluster the queue gets a copy of the connection that waits for the cluster.
+  const forQueues = queueConnectionFor(redis);
+  if (forQueues.owned) outages.watch(forQueues.connection);
+  // The query queue of every partition (one without partitions): purges and opt-outs remove a
+  // patient's jobs from its partition's, and /metrics counts them all.
+  const queues = queriesQueues(context, forQueues.connection);
+  for (const queue of queues) outages.listen(queue.name, queue);
+  const unwatchQueues = context.pipelineMetrics.watchQueues(
+    ...queues.map((queue, partition) => ({ queue, partition })),
+  );
   const unwatchRedis = context.pipelineMetrics.watchRedis(() => redisAnswers(redis));
   const unwatch = () => {
-    unwatchQueue();
+    unwatchQueues();
     unwatchRedis();
   };
   let serving = false;
-  const presets = new PresetStore({ redis, prefix: context.prefix });
+  const { partitions } = context;
+  const presets = new PresetStore({ redis, prefix: partitions });
   const deps = {
     config,
     redis,
@@ -65,6 +77,7 @@ export async function runIngest(
       records: context.records,
       presets,
       registry: context.metrics,
+      keySpace: partitions,
     }),
     logger,
     metrics: { registry: context.metrics },
@@ -72,7 +85,7 @@ export async function runIngest(
   };
   const updates = ClinicalUpdates.fromDeps(deps);
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
-  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queue });
+  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queues });
   const admin = patientAdmin.admin;
   const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
   let health: HealthServer | undefined;
@@ -98,7 +111,7 @@ export async function runIngest(
   logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
   // The queue's connection set-up waits for Redis, however long it is away. `ingest listening`
   // means serving (what scripts and tests wait for).
-  const ready = queue.waitUntilReady().then(() => {
+  const ready = Promise.all(queues.map((queue) => queue.waitUntilReady())).then(() => {
     serving = true;
     logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
   });
@@ -114,9 +127,11 @@ export async function runIngest(
       unwatch();
       outages.stop();
       await settlesWithin(patientAdmin.close(), 1_000);
-      await settlesWithin(queue.close(), 1_000);
-      if (redis.status === 'ready') await settlesWithin(redis.quit(), 1_000);
-      redis.disconnect();
+      await settlesWithin(Promise.all(queues.map((queue) => queue.close())), 1_000);
+      for (const connection of forQueues.owned ? [forQueues.connection, redis] : [redis]) {
+        if (connection.status === 'ready') await settlesWithin(connection.quit(), 1_000);
+        connection.disconnect();
+      }
       logger.info('ingest stopped');
     },
   };

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
@@ -15,7 +15,7 @@ import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { startHealthServer, type ReadinessCheck } from './health-app.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
 import { settlesWithin } from './close-worker.ts';
-import { crosswalkKeysFrom, pipelineContext } from './pipeline-context.ts';
+import { crosswalkKeysFrom, pipelineContext, servedPartitions } from './pipeline-context.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { StartupError } from './startup-error.ts';
 import { WorkerRegistry, type QueueWorker } from './worker-registry.ts';
@@ -63,7 +63,7 @@ export function workerCloseBudgetMs(config: Config): number {
 }
 
 /** Resolves once `redis` is ready (at once if it is); rejects with `signal`'s reason. */
-function redisReady(redis: Redis, signal: AbortSignal): Promise<void> {
+function redisReady(redis: RedisClient, signal: AbortSignal): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const ready = () => {
@@ -106,10 +106,11 @@ export async function runWorker(
   const { outboundMetrics } = context;
   // Throws before any worker starts when no channel is enabled, the webhook has no secret or the
   // outbound queue no OUTBOUND_KEY.
+  const { partitions } = context;
   const delivery = createDeliveryRouter({
     config,
     connection: redis,
-    prefix: context.prefix,
+    prefix: partitions,
     keys,
     logger,
     metrics,
@@ -129,12 +130,15 @@ export async function runWorker(
   );
   // Every channel's queue gets the outage log's listener (else ioredis prints raw dumps).
   for (const channel of delivery.channels) {
-    if (channel instanceof OutboundQueueChannel || channel instanceof WebhookChannel) {
+    if (channel instanceof OutboundQueueChannel) {
       outages.listen(`${channel.queue.name} (channel)`, channel.queue);
+    }
+    if (channel instanceof WebhookChannel) {
+      for (const queue of channel.queues) outages.listen(`${queue.name} (channel)`, queue);
     }
   }
 
-  const demographics = new DemographicsWait({ redis, prefix: context.prefix });
+  const demographics = new DemographicsWait({ redis, prefix: partitions });
   registerDemographicsWaitGauge(context.metrics, demographics);
 
   const health = await startHealthServer({
@@ -154,49 +158,56 @@ export async function runWorker(
   let unwatch = (): void => undefined;
   const start = async () => {
     await redisReady(redis, stopping.signal);
-    const add = (entry: QueueWorker) => {
+    const served: { queue: QueueWorker['queue']; partition: number }[] = [];
+    const add = (entry: QueueWorker, partition: number) => {
       outages.listen(entry.name, entry.worker, entry.queue);
       registry.add(entry);
+      served.push({ queue: entry.queue, partition });
     };
-    add(
-      await initConcordanceQueries({
-        connection: redis,
-        prefix: context.prefix,
-        config,
-        client,
-        state: context.state,
-        records: context.records,
-        crosswalk: context.crosswalk,
-        // The router counts every channel's deliveries (the webhook worker its own attempts).
-        sink: delivery.router,
-        logger,
-        metrics,
-        demographics,
-      }),
-    );
-    if (config.delivery.webhook.url !== null) {
+    // One query worker (with its due-set dispatcher) and one webhook worker per partition served.
+    for (const p of servedPartitions(config)) {
+      const prefix = partitions.prefixAt(p);
+      const log = partitions.count > 1 ? logger.child({ partition: p }) : logger;
       add(
-        await initWebhookDeliveries({
-          config,
+        await initConcordanceQueries({
           connection: redis,
-          prefix: context.prefix,
-          keys,
-          logger,
+          prefix,
+          keySpace: partitions,
+          config,
+          client,
+          state: context.state,
+          records: context.records,
+          crosswalk: context.crosswalk,
+          // The router counts every channel's deliveries (the webhook worker its own attempts).
+          sink: delivery.router,
+          logger: log,
           metrics,
-          deadLetters: new DeadLetterStore({
-            redis,
-            prefix: context.prefix,
-            keys,
-            retentionDays: config.delivery.dead_letters.retention_days,
-          }),
+          demographics,
         }),
+        p,
       );
+      if (config.delivery.webhook.url !== null) {
+        add(
+          await initWebhookDeliveries({
+            config,
+            connection: redis,
+            prefix,
+            keys,
+            logger: log,
+            metrics,
+            deadLetters: new DeadLetterStore({
+              redis,
+              prefix,
+              keys,
+              retentionDays: config.delivery.dead_letters.retention_days,
+            }),
+          }),
+          p,
+        );
+      }
     }
     // Every queue this process knows, read on each scrape.
-    const unwatchQueues = metrics.watchQueues(
-      ...registry.entries.map((e) => e.queue),
-      ...outboundQueues,
-    );
+    const unwatchQueues = metrics.watchQueues(...served, ...outboundQueues);
     const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
     // cw_queue_auth_paused: the flag a worker sets when the service refuses the API key.
     const unwatchPauses = registry.entries.map(({ queue }) => {
@@ -207,7 +218,14 @@ export async function runWorker(
       unwatchQueues();
       for (const stop of [...unwatchLag, ...unwatchPauses]) stop();
     };
-    logger.info({ url, queues: registry.entries.map((e) => e.name) }, 'workers started');
+    logger.info(
+      {
+        url,
+        queues: [...new Set(registry.entries.map((e) => e.name))],
+        partitions: servedPartitions(config),
+      },
+      'workers started',
+    );
   };
   const ready = start();
   // A start-up cut short by close() is not a failure; the caller handles any other rejection.

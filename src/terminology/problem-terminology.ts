@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { outboundAgents } from '../connections/outbound-agents.ts';
@@ -77,7 +77,7 @@ export class ProblemTerminology {
   /** The instance `terminology.*` configures; reads the mapping files (fails fast if unusable). */
   static fromConfig(deps: {
     config: Config;
-    redis: Redis;
+    redis: RedisClient;
     registry?: Registry | undefined;
   }): ProblemTerminology {
     const { config, redis, registry } = deps;

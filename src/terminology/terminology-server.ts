@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import got, { RequestError, type Agents } from 'got';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { z } from 'zod';
 import { CODE_SYSTEMS } from '../records/clinical-record.ts';
 import { formatIcd10Cm, problemSystemOf } from './problem-code-systems.ts';
@@ -20,7 +20,7 @@ export interface TerminologyServerOptions {
   timeoutMs: number;
   /** `terminology.server.cache_ttl_s`: how long an answer (a mapping or "none") is kept. */
   cacheTtlS: number;
-  redis: Redis;
+  redis: RedisClient;
   /** Redis key prefix (`redis.prefix`). */
   prefix: string;
   /** got's agents (`outboundAgents(config.outbound)`). @defaultValue got's defaults */

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/redis-client.ts';
 import { Counter, type Registry } from 'prom-client';
 import { canonicalSystem, problemSystemOf, type ProblemSystem } from './problem-code-systems.ts';
 
@@ -34,11 +34,11 @@ function counter(registry: Registry): Counter<'system'> {
  * top codes, never a patient). Counted once per problem in each message that reports it.
  */
 export class UnmappedProblems {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #key: string;
   readonly #counter: Counter<'system'> | undefined;
 
-  constructor(options: { redis: Redis; prefix: string; registry?: Registry | undefined }) {
+  constructor(options: { redis: RedisClient; prefix: string; registry?: Registry | undefined }) {
     this.#redis = options.redis;
     this.#key = unmappedKey(options.prefix);
     this.#counter = options.registry === undefined ? undefined : counter(options.registry);
@@ -60,7 +60,7 @@ export class UnmappedProblems {
 
 /** The `limit` most reported unmapped codes, most reported first (`status`). */
 export async function topUnmappedProblems(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   limit = 20,
 ): Promise<UnmappedCode[]> {

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/queues/redis-client.ts';
 
 /** Where a planted failure strikes relative to its command. */
 export type FaultMode =
@@ -20,12 +20,12 @@ function connectionReset(): Error {
  * connection between any two steps of the code under test.
  */
 export class FaultyRedis {
-  readonly client: Redis;
+  readonly client: RedisClient;
   #count = 0;
   #armed: { at: number; mode: FaultMode } | undefined;
   #fired = false;
 
-  constructor(target: Redis) {
+  constructor(target: RedisClient) {
     const commands = new Set([...target.getBuiltinCommands(), 'eval', 'evalsha']);
     this.client = new Proxy(target, {
       get: (object, property, receiver) => {

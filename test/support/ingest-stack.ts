@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
 import { Crosswalk } from '../../src/identity/crosswalk.ts';
@@ -22,7 +22,7 @@ export interface DueEntry extends DueQuery {
 }
 
 /** The due set under `prefix`, soonest first. */
-export async function dueQueries(redis: Redis, prefix: string): Promise<DueEntry[]> {
+export async function dueQueries(redis: RedisClient, prefix: string): Promise<DueEntry[]> {
   const flat = await redis.zrange(queryOutboxKey(prefix), '0', '-1', 'WITHSCORES');
   const entries: DueEntry[] = [];
   for (let i = 0; i < flat.length; i += 2) {
@@ -42,7 +42,7 @@ export async function dueQueries(redis: Redis, prefix: string): Promise<DueEntry
  * crosswalk key, and the committer that applies each message in one script.
  */
 export function ingestStack(options: {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   debounceMs: number;
   /** @defaultValue 86400 */

@@ -1,5 +1,5 @@
-import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Job, JobType, Queue } from 'bullmq';
+import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import {
   initConcordanceQueries,
@@ -25,14 +25,15 @@ import {
   queriesQueue,
   type PipelineContext,
 } from '../../src/runtime/pipeline-context.ts';
-import { workerConnection } from '../../src/queues/redis-connections.ts';
+import { Partitions } from '../../src/queues/partitions.ts';
+import { workerConnection, type RedisEndpoint } from '../../src/queues/redis-connections.ts';
 import { RecordStore } from '../../src/records/record-store.ts';
 import { createServiceClient } from '../../src/service/create-service-client.ts';
 import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import { captureLogs, type LogCapture } from './log-capture.ts';
 import { newOutboundKey, openedEvents } from './outbound.ts';
-import { isolatedRedis, testRedisUrl } from './redis.ts';
+import { isolatedRedis, testPartitions, testRedisClient, testRedisEndpoint } from './redis.ts';
 
 export const API_KEY = 'pipeline-test-key';
 
@@ -112,15 +113,22 @@ export class PipelineHarness {
 
   readonly config: Config;
   readonly simulator: RunningSimulator;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
+  /** The partitions of {@link config} (one unless `start` asked for more). */
+  readonly partitions: Partitions;
+  /** Where the pipeline's Redis is (the run's, or the one `start` was given). */
+  readonly endpoint: RedisEndpoint;
   readonly crosswalk: Crosswalk;
   readonly records: RecordStore;
   readonly state: QueryState;
   readonly scheduler: QueryScheduler;
   /** What ingest applies each message with (record and queries in one script). */
   readonly committer: UpdateCommitter;
+  /** Partition 0's query queue (the only one without partitions). */
   readonly queue: Queue;
+  /** The query queue of every partition (index = partition). */
+  readonly queues: readonly Queue[];
   readonly outbound: OutboundQueueChannel;
   readonly logs: LogCapture;
   /** What the workers started by {@link startWorker} count (a registry of the harness's own). */
@@ -140,14 +148,16 @@ export class PipelineHarness {
     secret: string;
     config: Config;
     simulator: RunningSimulator;
-    redis: Redis;
+    redis: RedisClient;
     prefix: string;
+    partitions: Partitions;
+    endpoint: RedisEndpoint;
     crosswalk: Crosswalk;
     records: RecordStore;
     state: QueryState;
     scheduler: QueryScheduler;
     committer: UpdateCommitter;
-    queue: Queue;
+    queues: Queue[];
     outbound: OutboundQueueChannel;
     logs: LogCapture;
   }) {
@@ -155,12 +165,15 @@ export class PipelineHarness {
     this.simulator = parts.simulator;
     this.redis = parts.redis;
     this.prefix = parts.prefix;
+    this.partitions = parts.partitions;
+    this.endpoint = parts.endpoint;
     this.crosswalk = parts.crosswalk;
     this.records = parts.records;
     this.state = parts.state;
     this.scheduler = parts.scheduler;
     this.committer = parts.committer;
-    this.queue = parts.queue;
+    this.queues = parts.queues;
+    this.queue = parts.queues[0] as Queue;
     this.outbound = parts.outbound;
     this.logs = parts.logs;
     this.secret = parts.secret;
@@ -168,8 +181,13 @@ export class PipelineHarness {
 
   /** The environment a `concordance-worker work` process needs to join this pipeline. */
   processEnv(): Record<string, string> {
+    const { url, cluster_nodes: nodes } = this.endpoint;
     return {
-      REDIS_URL: testRedisUrl(),
+      REDIS_URL: url,
+      ...(nodes === undefined || nodes.length === 0
+        ? {}
+        : { REDIS_CLUSTER_NODES: nodes.join(',') }),
+      REDIS_PARTITIONS: String(this.partitions.count),
       REDIS_PREFIX: this.prefix,
       SERVICE_BASE_URL: this.simulator.url,
       SERVICE_API_KEY: API_KEY,
@@ -181,9 +199,22 @@ export class PipelineHarness {
   }
 
   static async start(
-    options: { config?: Config; faults?: FaultProfile; latencyMs?: [number, number] } = {},
+    options: {
+      config?: Config;
+      faults?: FaultProfile;
+      latencyMs?: [number, number];
+      /** `redis.partitions`. @defaultValue the run's (`TEST_REDIS_PARTITIONS`, else 1) */
+      partitions?: number;
+      /** Another Redis (a cluster of the test's own). @defaultValue the run's */
+      endpoint?: RedisEndpoint;
+      /**
+       * Join the data another harness wrote (its prefix and CROSSWALK_KEY), e.g. with other
+       * partitions; this harness then leaves the keys to their owner when it closes.
+       */
+      join?: { prefix: string; secret: string };
+    } = {},
   ): Promise<PipelineHarness> {
-    const config = options.config ?? testConfig();
+    const base = options.config ?? testConfig();
     const [minMs, maxMs] = options.latencyMs ?? [100, 300];
     const simulator = await startSimulator({
       port: 0,
@@ -192,39 +223,59 @@ export class PipelineHarness {
       faults: options.faults,
       relationshipCount: 50,
     });
-    const isolated = await isolatedRedis();
-    const secret = generateCrosswalkSecret();
+    const endpoint = options.endpoint ?? testRedisEndpoint();
+    const isolated =
+      options.join === undefined
+        ? await isolatedRedis(endpoint)
+        : (() => {
+            const redis = testRedisClient(endpoint);
+            return { prefix: options.join.prefix, redis, cleanup: () => redis.quit() };
+          })();
+    const secret = options.join?.secret ?? generateCrosswalkSecret();
     const keys = deriveCrosswalkKeys(secret);
     const { redis, prefix } = isolated;
-    const state = new QueryState({ redis, prefix });
-    const context = { config, prefix } as PipelineContext;
-    const queue = queriesQueue(context, redis);
+    const config: Config = {
+      ...base,
+      redis: {
+        ...base.redis,
+        prefix,
+        url: endpoint.url,
+        cluster_nodes: [...(endpoint.cluster_nodes ?? [])],
+        partitions: options.partitions ?? testPartitions(),
+      },
+    };
+    const partitions = Partitions.of(config.redis);
+    const state = new QueryState({ redis, prefix: partitions });
+    const context = { config, prefix, partitions } as PipelineContext;
+    const queues = partitions.prefixes.map((_, p) => queriesQueue(context, redis, p));
     const outbound = outboundChannel(context, redis);
-    const records = new RecordStore({ redis, prefix, keys });
+    const records = new RecordStore({ redis, prefix: partitions, keys });
     const harness = new PipelineHarness({
       config,
       simulator,
       redis,
       prefix,
-      crosswalk: new Crosswalk({ redis, prefix, keys }),
+      partitions,
+      endpoint,
+      crosswalk: new Crosswalk({ redis, prefix: partitions, keys }),
       records,
       state,
       scheduler: new QueryScheduler({ state, debounceMs: config.queries.debounce_ms }),
       committer: UpdateCommitter.fromConfig({
-        config: { ...config, redis: { ...config.redis, prefix } },
+        config,
         redis,
         records,
-        presets: new PresetStore({ redis, prefix }),
+        presets: new PresetStore({ redis, prefix: partitions }),
         registry: new Registry(),
       }),
-      queue,
+      queues,
       outbound,
       logs: captureLogs(),
       secret,
     });
     harness.#closers.push(
       () => simulator.close(),
-      () => queue.close(),
+      () => Promise.all(queues.map((queue) => queue.close())),
       () => outbound.close(),
       () => isolated.cleanup(),
     );
@@ -238,7 +289,7 @@ export class PipelineHarness {
     /** Where results go. @defaultValue the outbound queue alone */
     sink: ResultSink = this.outbound,
   ): Promise<{ close(): Promise<void> }> {
-    const connection = workerConnection(testRedisUrl(), 'test-worker');
+    const connection = workerConnection(this.endpoint, 'test-worker');
     const client = createServiceClient(
       serviceClientOptions(
         {
@@ -251,22 +302,29 @@ export class PipelineHarness {
         },
       ),
     );
-    const { worker, queue } = await initConcordanceQueries({
-      connection,
-      prefix: this.prefix,
-      config: this.config,
-      client,
-      state: this.state,
-      records: this.records,
-      crosswalk: this.crosswalk,
-      sink,
-      logger: this.logs.logger,
-      metrics: this.metrics,
-      onOutcome: (result, data) => this.#ended.push({ result, data }),
-    });
+    // One query worker (and due-set dispatcher) per partition, as `concordance-worker work` runs.
+    const started: Awaited<ReturnType<typeof initConcordanceQueries>>[] = [];
+    for (const partitionPrefix of this.partitions.prefixes) {
+      started.push(
+        await initConcordanceQueries({
+          connection,
+          prefix: partitionPrefix,
+          keySpace: this.partitions,
+          config: this.config,
+          client,
+          state: this.state,
+          records: this.records,
+          crosswalk: this.crosswalk,
+          sink,
+          logger: this.logs.logger,
+          metrics: this.metrics,
+          onOutcome: (result, data) => this.#ended.push({ result, data }),
+        }),
+      );
+    }
     // An outcome counts once its job is completed in Redis (attemptsMade and all), not when the
     // processor reports it a moment earlier: tests read the job right after untilOutcomes().
-    worker.on('completed', (job) => {
+    const onCompleted = (job: { data: QueryJobData }) => {
       const index = this.#ended.findIndex(
         (o) => o.data.seq === job.data.seq && sameKey(o.data, job.data),
       );
@@ -277,10 +335,11 @@ export class PipelineHarness {
         if (this.outcomes.length >= waiter.count) waiter.resolve();
         else this.#waiters.push(waiter);
       }
-    });
+    };
+    for (const { worker } of started) worker.on('completed', onCompleted);
     const close = async () => {
-      await worker.close();
-      await queue.close();
+      for (const { worker } of started) await worker.close();
+      for (const { queue } of started) await queue.close();
       connection.disconnect();
     };
     this.#closers.unshift(close);
@@ -341,6 +400,16 @@ export class PipelineHarness {
     });
     if (!response.ok)
       throw new Error(`faults refused: ${response.status} ${await response.text()}`);
+  }
+
+  /** The query queue of a patient's partition. */
+  queueOf(patientServiceId: string): Queue {
+    return this.queues[this.partitions.indexOf(patientServiceId)] as Queue;
+  }
+
+  /** The jobs of every partition's query queue in `states`. */
+  async jobs(states: JobType[]): Promise<Job[]> {
+    return (await Promise.all(this.queues.map((queue) => queue.getJobs(states)))).flat();
   }
 
   /** The events in the outbound queue, opened with the outbound key, oldest first. */

@@ -2,12 +2,12 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { RedisClient } from '../../src/queues/redis-client.ts';
 import type { ResultEvent } from '../../src/delivery/result-event.ts';
 import { generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
 import { CliProcess } from '../../tools/cli-process.ts';
 import { newOutboundKey, openedEvents, OUTBOUND_QUEUE_LINES } from './outbound.ts';
-import { isolatedRedis, testRedisUrl } from './redis.ts';
+import { isolatedRedis, testRedisClient, testRedisEnv } from './redis.ts';
 
 /** A request as the local service logged it. */
 export interface LoggedRequest {
@@ -43,7 +43,7 @@ export interface PipelineProcesses {
   /** The outbound results queue (events as the consumer takes them: `patient_id` sealed). */
   results: Queue;
   /** A connection of the test's own to the pipeline's Redis, and the pipeline's key prefix. */
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   /** The `OUTBOUND_KEY` the pipeline seals with. */
   outboundKey: string;
@@ -64,7 +64,10 @@ export async function startPipelineProcesses(options: {
   token: string;
   configLines: string[];
   latency?: string;
-  /** Where `start` finds Redis (e.g. a TcpProxy in front of it). @defaultValue the test Redis */
+  /**
+   * Where `start` finds Redis (e.g. a TcpProxy in front of it). @defaultValue the test Redis (the
+   * test Redis Cluster in a cluster run)
+   */
   redisUrl?: string;
   /** More environment for `start`. */
   env?: Record<string, string>;
@@ -86,7 +89,7 @@ export async function startPipelineProcesses(options: {
   writeFileSync(config, [...options.configLines, ...OUTBOUND_QUEUE_LINES].join('\n'));
   const outboundKey = newOutboundKey();
   const start = new CliProcess(['--config', config, 'start'], {
-    REDIS_URL: options.redisUrl ?? testRedisUrl(),
+    ...(options.redisUrl === undefined ? testRedisEnv() : { REDIS_URL: options.redisUrl }),
     REDIS_PREFIX: redis.prefix,
     SERVICE_BASE_URL: simulatorUrl,
     SERVICE_API_KEY: apiKey,
@@ -105,7 +108,7 @@ export async function startPipelineProcesses(options: {
     mllp_port: number;
   };
   const results = new Queue('concordance-results', {
-    connection: new Redis(testRedisUrl(), { maxRetriesPerRequest: null }),
+    connection: testRedisClient(),
     prefix: redis.prefix,
   });
   return {

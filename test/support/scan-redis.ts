@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { scanKeys, type RedisClient } from '../../src/queues/redis-client.ts';
 
 /** Where a needle was found: the key, and which part of it (`key` for its name). */
 export interface RedisFinding {
@@ -9,21 +9,18 @@ export interface RedisFinding {
   needle: string;
 }
 
-/** Every key under `prefix` (SCAN, in pages). */
-export async function redisKeys(redis: Redis, prefix: string): Promise<string[]> {
-  const pattern = `${prefix.replace(/[*?[\]\\]/g, '\\$&')}*`;
-  const keys: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, found] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1_000);
-    cursor = next;
-    keys.push(...found);
-  } while (cursor !== '0');
-  return keys;
+/**
+ * Every key under `prefix` (SCAN, in pages; every master of a cluster). A hash-tag prefix
+ * (`{cwtest-…}`) covers its partitions' prefixes too (`{cwtest-….p1…}`).
+ */
+export async function redisKeys(redis: RedisClient, prefix: string): Promise<string[]> {
+  const under = prefix.endsWith('}') ? prefix.slice(0, -1) : prefix;
+  const pattern = `${under.replace(/[*?[\]\\]/g, '\\$&')}*`;
+  return scanKeys(redis, pattern);
 }
 
 /** Every readable part of a key as [where, text] pairs, whatever its type. */
-async function partsOf(redis: Redis, key: string, type: string): Promise<[string, string][]> {
+async function partsOf(redis: RedisClient, key: string, type: string): Promise<[string, string][]> {
   switch (type) {
     case 'string':
       return [['value', (await redis.getBuffer(key))?.toString('latin1') ?? '']];
@@ -67,7 +64,7 @@ async function partsOf(redis: Redis, key: string, type: string): Promise<[string
  * bytes, so a binary value (msgpack) is searched too.
  */
 export async function scanRedisFor(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   needles: readonly string[],
 ): Promise<RedisFinding[]> {

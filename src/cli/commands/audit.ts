@@ -59,7 +59,7 @@ export function registerAuditCommand(program: Command): void {
         options.patientId === undefined
           ? undefined
           : auditPatientRef(crosswalkKeysFrom(config), options.patientId);
-      const redis = requestConnection(config.redis.url, 'cw-audit', { enableOfflineQueue: true });
+      const redis = requestConnection(config.redis, 'cw-audit', { enableOfflineQueue: true });
       try {
         const audit = new AuditLog({ redis, prefix: config.redis.prefix });
         const entries = await audit.list({ since: options.since, patientRef });

@@ -6,6 +6,7 @@ import { WEBHOOK_DELIVERIES } from '../../delivery/webhook-deliveries-queue.ts';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../identity/crosswalk-keys.ts';
 import { rotateKeys, type RotationReport } from '../../identity/rotate-keys.ts';
 import { CONCORDANCE_QUERIES } from '../../queues/queue-names.ts';
+import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { StartupError } from '../../runtime/startup-error.ts';
 
@@ -76,13 +77,16 @@ export function registerKeysCommand(program: Command): void {
         outboundAesKey(from);
         outbound = { from, to, queueName: config.delivery.outbound_queue.name };
       }
-      const redis = requestConnection(config.redis.url, 'cw-keys-rotate', {
+      const redis = requestConnection(config.redis, 'cw-keys-rotate', {
         enableOfflineQueue: true,
       });
       try {
         if (options.force !== true && options.dryRun !== true) {
-          for (const name of [CONCORDANCE_QUERIES, WEBHOOK_DELIVERIES]) {
-            const queue = new Queue(name, { connection: redis, prefix: config.redis.prefix });
+          const queues = Partitions.of(config.redis).prefixes.flatMap((prefix) =>
+            [CONCORDANCE_QUERIES, WEBHOOK_DELIVERIES].map((name) => ({ name, prefix })),
+          );
+          for (const { name, prefix } of queues) {
+            const queue = new Queue(name, { connection: redis, prefix });
             const workers = await queue.getWorkersCount().finally(() => queue.close());
             if (workers > 0) {
               throw new StartupError(
@@ -93,7 +97,7 @@ export function registerKeysCommand(program: Command): void {
         }
         const report: RotationReport = await rotateKeys({
           redis,
-          prefix: config.redis.prefix,
+          prefix: Partitions.of(config.redis),
           crosswalk,
           outbound,
           dryRun: options.dryRun === true,

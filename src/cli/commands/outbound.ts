@@ -77,7 +77,7 @@ export function registerOutboundCommand(program: Command): void {
       }
       let events: unknown[];
       if (options.fromQueue === true) {
-        const redis = requestConnection(config.redis.url, 'cw-outbound-open', {
+        const redis = requestConnection(config.redis, 'cw-outbound-open', {
           enableOfflineQueue: true,
         });
         const queue = new Queue(config.delivery.outbound_queue.name, {

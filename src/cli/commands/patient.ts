@@ -51,7 +51,7 @@ async function withAdmin<T>(
 ): Promise<void> {
   const config = loadConfig({ file: program.opts<{ config?: string }>().config });
   const keys = crosswalkKeysFrom(config);
-  const redis = requestConnection(config.redis.url, 'cw-patient', { enableOfflineQueue: true });
+  const redis = requestConnection(config.redis, 'cw-patient', { enableOfflineQueue: true });
   const logger = createLogger({ name: 'cli', level: config.log.level });
   const handle = patientAdminFor({ config, redis, keys, logger });
   try {

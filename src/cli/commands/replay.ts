@@ -8,6 +8,7 @@ import { WebhookChannel } from '../../delivery/webhook-channel.ts';
 import { createLogger } from '../../observability/logger.ts';
 import { cliActor } from '../../privacy/audit-actor.ts';
 import { AuditLog } from '../../privacy/audit-log.ts';
+import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { crosswalkKeysFrom } from '../../runtime/pipeline-context.ts';
 
@@ -49,20 +50,28 @@ export function registerReplayCommand(program: Command): void {
       // Fails fast when Redis is unreachable, instead of waiting for it like a worker would.
       const redis = requestConnection(config.redis, 'cw-replay', { enableOfflineQueue: true });
       const prefix = config.redis.prefix;
-      const deadLetters = new DeadLetterStore({
-        redis,
-        prefix,
-        keys,
-        retentionDays: config.delivery.dead_letters.retention_days,
-      });
-      const channel = new WebhookChannel({ connection: redis, prefix, keys });
+      const partitions = Partitions.of(config.redis);
+      const channel = new WebhookChannel({ connection: redis, prefix: partitions, keys });
       try {
-        const replayed = await replayDeadLetters({
-          deadLetters,
-          channel,
-          filter: { since: options.since, category: options.category },
-          dryRun: options.dryRun === true,
-        });
+        // Letters are kept in their patient's partition: each partition's, oldest event first
+        // (a key's events are all in one partition, so their order holds).
+        const replayed = [];
+        for (const partitionPrefix of partitions.prefixes) {
+          const deadLetters = new DeadLetterStore({
+            redis,
+            prefix: partitionPrefix,
+            keys,
+            retentionDays: config.delivery.dead_letters.retention_days,
+          });
+          replayed.push(
+            ...(await replayDeadLetters({
+              deadLetters,
+              channel,
+              filter: { since: options.since, category: options.category },
+              dryRun: options.dryRun === true,
+            })),
+          );
+        }
         for (const { letter, outcome } of replayed) {
           const { event } = letter;
           const note = outcome === undefined || outcome === 'requeued' ? '' : `  (${outcome})`;

@@ -23,6 +23,9 @@ function pausedCell(queue: QueueStatus): string {
 }
 
 export function statusTable(status: PipelineStatus): string {
+  // With partitions, each partition's queues are named `<queue> [p<n>]`.
+  const nameOf = (q: QueueStatus) =>
+    status.partitions > 1 ? `${q.name} [p${q.partition}]` : q.name;
   const table = formatTable(
     [
       'queue',
@@ -36,7 +39,7 @@ export function statusTable(status: PipelineStatus): string {
       'oldest waiting',
     ],
     status.queues.map((q) => [
-      q.name,
+      nameOf(q),
       String(q.counts.waiting + q.counts.prioritized),
       String(q.counts.delayed),
       String(q.counts.active),
@@ -63,7 +66,9 @@ export function statusTable(status: PipelineStatus): string {
     `dead letters: ${status.dead_letters.count}`,
     `queries waiting for a birth date: ${status.waiting_for_demographics.count}`,
     ...unmapped,
-    `(Redis prefix ${status.prefix}, ${status.generated_at})`,
+    status.partitions > 1
+      ? `(Redis prefix ${status.prefix}, ${status.partitions} partitions, ${status.generated_at})`
+      : `(Redis prefix ${status.prefix}, ${status.generated_at})`,
   ].join('\n');
 }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queues/redis-client.ts';
 
 /** Raises `last_event` to ARGV[1] unless it is already there or beyond; returns the prior value. */
 const ADVANCE = `
@@ -21,10 +21,10 @@ export function subscriptionHash(subscription: string): string {
  * is beyond the next one expected means that notifications were missed.
  */
 export class EventTracker {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
-  constructor(options: { redis: Redis; prefix: string }) {
+  constructor(options: { redis: RedisClient; prefix: string }) {
     this.#redis = options.redis;
     this.#prefix = options.prefix;
   }

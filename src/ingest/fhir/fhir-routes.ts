@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../../config/config-schema.ts';
 import { outboundAgents } from '../../connections/outbound-agents.ts';
@@ -29,7 +29,7 @@ import { RequestValidationError } from '../errors/request-validation-error.ts';
 export interface FhirRouteOptions {
   config: Pick<Config, 'fhir' | 'presets' | 'redis'> & Partial<Pick<Config, 'outbound'>>;
   /** The request connection. */
-  redis: Redis;
+  redis: RedisClient;
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;

@@ -1,14 +1,14 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queues/redis-client.ts';
 
 /**
  * Per classic rest-hook subscription, in Redis: when its criteria were last read, so that the
  * next ping reads only what changed since (less an overlap; re-reading is harmless).
  */
 export class RestHookCursor {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
 
-  constructor(options: { redis: Redis; prefix: string }) {
+  constructor(options: { redis: RedisClient; prefix: string }) {
     this.#redis = options.redis;
     this.#prefix = options.prefix;
   }

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import { RedisUnavailableError } from '../errors/redis-unavailable-error.ts';
 
 export interface HealthRouteOptions {
-  redis: Redis;
+  redis: RedisClient;
   registry: Registry;
   /**
    * How long `/readyz` waits for PING: a connection that queues commands offline would otherwise
@@ -14,7 +14,7 @@ export interface HealthRouteOptions {
   readyTimeoutMs?: number;
 }
 
-async function ping(redis: Redis, timeoutMs: number): Promise<void> {
+async function ping(redis: RedisClient, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('Command timed out')), timeoutMs);

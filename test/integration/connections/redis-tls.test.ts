@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../src/queues/redis-client.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
@@ -21,7 +21,7 @@ const API_KEY = randomBytes(16).toString('hex');
 const TOKEN = randomBytes(24).toString('base64');
 
 /** The errors a connection that gives up after one attempt reports until it ends. */
-async function refusal(connection: Redis): Promise<{ ready: boolean; errors: string[] }> {
+async function refusal(connection: RedisClient): Promise<{ ready: boolean; errors: string[] }> {
   const errors: string[] = [];
   let ready = false;
   connection.on('error', (err: NodeJS.ErrnoException) => errors.push(`${err.code} ${err.message}`));

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../src/config/load-config.ts';
@@ -100,7 +100,7 @@ export class DeliveryFixture {
   readonly secret: string;
   readonly receiver: WebhookReceiver;
   readonly config: Config;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly prefix: string;
   readonly logs: LogCapture;
   readonly metrics: PipelineMetrics;
@@ -116,7 +116,7 @@ export class DeliveryFixture {
     secret: string;
     receiver: WebhookReceiver;
     config: Config;
-    redis: Redis;
+    redis: RedisClient;
     prefix: string;
     logs: LogCapture;
     registry: Registry;

@@ -21,7 +21,7 @@ import {
   sampleRecord,
   testConfig,
 } from '../../support/pipeline-harness.ts';
-import { testRedisUrl } from '../../support/redis.ts';
+import { testRedisEndpoint } from '../../support/redis.ts';
 import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 
 const TOKEN = randomBytes(24).toString('hex');
@@ -101,6 +101,8 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
     });
     const config: Config = {
       ...loaded,
+      // The harness's Redis and partitions (those of the run).
+      redis: harness.config.redis,
       queries: base.queries,
       // One query per patient, whatever the feed: a rule, not the problem list.
       presets: {
@@ -108,15 +110,16 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
         from_problem_list: { ...loaded.presets.from_problem_list, enabled: false },
       },
     };
-    const connection = requestConnection(testRedisUrl(), 'faulty-ingest');
+    const connection = requestConnection(testRedisEndpoint(), 'faulty-ingest');
     connection.on('error', () => undefined);
     if (connection.status !== 'ready') await once(connection, 'ready');
     faulty = new FaultyRedis(connection);
     const redis = faulty.client;
     const keys = deriveCrosswalkKeys(harness.secret);
-    const crosswalk = new Crosswalk({ redis, prefix, keys });
-    const records = new RecordStore({ redis, prefix, keys });
-    const presets = new PresetStore({ redis, prefix });
+    const { partitions } = harness;
+    const crosswalk = new Crosswalk({ redis, prefix: partitions, keys });
+    const records = new RecordStore({ redis, prefix: partitions, keys });
+    const presets = new PresetStore({ redis, prefix: partitions });
     const registry = new Registry();
     const committer = UpdateCommitter.fromConfig({ config, redis, records, presets, registry });
     const deps = { config, redis, crosswalk, records, presets, committer };

@@ -8,7 +8,7 @@ import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
-import { testRedisUrl } from '../../support/redis.ts';
+import { testRedisEndpoint } from '../../support/redis.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
 
 /** One planted local id per way an event can rest: delivered, waiting for retry, dead-lettered. */
@@ -57,26 +57,31 @@ describe('nothing identifying at rest', () => {
     const routing = createDeliveryRouter({
       config,
       connection: h.redis,
-      prefix: h.prefix,
+      prefix: h.partitions,
       keys,
       logger: h.logs.logger,
     });
     closers.push(() => routing.close());
-    const connection = workerConnection(testRedisUrl(), 'test-planted-webhook');
-    const deadLetters = new DeadLetterStore({ redis: h.redis, prefix: h.prefix, keys });
-    const webhook = await initWebhookDeliveries({
-      config,
-      connection,
-      prefix: h.prefix,
-      keys,
-      logger: h.logs.logger,
-      deadLetters,
-    });
-    closers.unshift(async () => {
-      await webhook.worker.close();
-      await webhook.queue.close();
-      connection.disconnect();
-    });
+    const connection = workerConnection(testRedisEndpoint(), 'test-planted-webhook');
+    // One webhook worker and dead-letter store per partition (one without partitions).
+    const deadLetters = h.partitions.prefixes.map(
+      (prefix) => new DeadLetterStore({ redis: h.redis, prefix, keys }),
+    );
+    for (const [p, prefix] of h.partitions.prefixes.entries()) {
+      const webhook = await initWebhookDeliveries({
+        config,
+        connection,
+        prefix,
+        keys,
+        logger: h.logs.logger,
+        deadLetters: deadLetters[p] as DeadLetterStore,
+      });
+      closers.unshift(async () => {
+        await webhook.worker.close();
+        await webhook.queue.close();
+      });
+    }
+    closers.push(async () => connection.disconnect());
     await h.startWorker(undefined, undefined, routing.router);
 
     for (const [i, localId] of PLANTED.entries()) {
@@ -100,7 +105,8 @@ describe('nothing identifying at rest', () => {
         rec.attempts.some((a) => a.rawBody.includes(DEAD)),
     );
     await h.logs.waitFor((e) => e.outcome === 'dead_lettered');
-    expect((await deadLetters.list()).map((l) => l.event.patient_id)).toEqual([DEAD]);
+    const letters = (await Promise.all(deadLetters.map((store) => store.list()))).flat();
+    expect(letters.map((l) => l.event.patient_id)).toEqual([DEAD]);
     // The outbound queue has all three results (sealed), the consumer opens them.
     expect((await h.delivered()).map((e) => e.patient_id).sort()).toEqual([...PLANTED].sort());
 

@@ -5,7 +5,7 @@ import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
-import { testRedisUrl } from '../../support/redis.ts';
+import { testRedisEndpoint } from '../../support/redis.ts';
 
 /** Every query ends with an event, whatever the service answers and whatever befalls its job. */
 describe('every query ends with an event', () => {
@@ -80,24 +80,32 @@ describe('every query ends with an event', () => {
       queries: { max_stalled_count: 0, lock_duration_ms: 1_000, failed_sweep_ms: 200 },
     });
     harness = await PipelineHarness.start({ config });
+    const { patientServiceId } = await harness.update(
+      'MRN-STALL',
+      ['END002'],
+      sampleRecord('stall'),
+      'ev-1',
+    );
+    // The patient's partition's queue and due set (the only ones without partitions).
+    const prefix = harness.partitions.prefixOf(patientServiceId);
+    const queue = harness.queueOf(patientServiceId);
     // A worker that takes the query and dies holding it: its lock is never renewed.
-    const connection = workerConnection(testRedisUrl(), 'test-dying-worker');
+    const connection = workerConnection(testRedisEndpoint(), 'test-dying-worker');
     const dying = new Worker(CONCORDANCE_QUERIES, null, {
       connection,
-      prefix: harness.prefix,
+      prefix,
       lockDuration: 1_000,
       skipLockRenewal: true,
       skipStalledCheck: true,
       autorun: false,
     });
     try {
-      await harness.update('MRN-STALL', ['END002'], sampleRecord('stall'), 'ev-1');
       // The due query becomes a job (as a worker's dispatcher would make it), which the dying
       // worker takes before any live worker runs.
       const dispatcher = new QueryDispatcher({
         redis: harness.redis,
-        prefix: harness.prefix,
-        queue: harness.queue,
+        prefix,
+        queue,
         logger: harness.logs.logger,
       });
       await eventually(
@@ -120,7 +128,7 @@ describe('every query ends with an event', () => {
         ccsr_category: 'END002',
       });
       // The failed job was given its event and removed: nothing is left to end silently.
-      expect(await harness.queue.getFailedCount()).toBe(0);
+      expect(await queue.getFailedCount()).toBe(0);
       expect(await harness.submissions()).toHaveLength(0);
     } finally {
       await dying.close();

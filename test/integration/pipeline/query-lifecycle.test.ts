@@ -142,9 +142,16 @@ describe('the query pipeline (real Redis, local Clinical Graph Service)', () => 
       },
     });
     await harness.startWorker();
-    await harness.update('MRN-429', ['END002'], sampleRecord('limited'), 'ev-1');
+    const { patientServiceId } = await harness.update(
+      'MRN-429',
+      ['END002'],
+      sampleRecord('limited'),
+      'ev-1',
+    );
+    // The queue of the patient's partition (the only one without partitions).
+    const queue = harness.queueOf(patientServiceId);
     await harness.logs.waitFor((e) => e.msg === 'service rate limit: holding the queue');
-    expect(await harness.queue.getRateLimitTtl()).toBeGreaterThan(0);
+    expect(await queue.getRateLimitTtl()).toBeGreaterThan(0);
     await harness.untilOutcomes(1);
 
     const submissions = await harness.submissions();
@@ -153,7 +160,7 @@ describe('the query pipeline (real Redis, local Clinical Graph Service)', () => 
     expect(JSON.parse(held ?? '{}')).toMatchObject({ retry_after_ms: 2_000 });
     expect(harness.outcomes[0]?.result.outcome).toBe('completed');
     const data = harness.outcomes[0]?.data;
-    const job = await harness.queue.getJob(queryJobId(data?.patientServiceId ?? '', 'END002', 1));
+    const job = await queue.getJob(queryJobId(data?.patientServiceId ?? '', 'END002', 1));
     // BullMQ counts the attempt that completed the job; the rate-limited one did not count.
     expect(job?.attemptsMade).toBe(1);
   });
@@ -171,11 +178,17 @@ describe('the query pipeline (real Redis, local Clinical Graph Service)', () => 
         status === 401
           ? await harness.startWorker(API_KEY, proxy.url)
           : await harness.startWorker('not-the-key');
-      await harness.update('MRN-AUTH', ['END002'], sampleRecord('auth'), 'ev-1');
+      const { patientServiceId } = await harness.update(
+        'MRN-AUTH',
+        ['END002'],
+        sampleRecord('auth'),
+        'ev-1',
+      );
+      const queue = harness.queueOf(patientServiceId);
       await harness.logs.waitFor(
         (e) => typeof e.msg === 'string' && e.msg.startsWith('the service refused the API key'),
       );
-      expect(await harness.queue.isPaused()).toBe(true);
+      expect(await queue.isPaused()).toBe(true);
       await refused.close();
       await proxy.close();
       const errors = harness.logs.lines.filter((l) =>
@@ -186,10 +199,10 @@ describe('the query pipeline (real Redis, local Clinical Graph Service)', () => 
 
       await harness.startWorker();
       await harness.untilOutcomes(1);
-      expect(await harness.queue.isPaused()).toBe(false);
+      expect(await queue.isPaused()).toBe(false);
       expect(harness.outcomes[0]?.result.outcome).toBe('completed');
       const data = harness.outcomes[0]?.data;
-      const job = await harness.queue.getJob(queryJobId(data?.patientServiceId ?? '', 'END002', 1));
+      const job = await queue.getJob(queryJobId(data?.patientServiceId ?? '', 'END002', 1));
       expect(job?.attemptsMade).toBe(1);
       const statuses = (await harness.submissions()).map((s) => s.status);
       expect(statuses.at(-1)).toBe(202);

@@ -46,7 +46,7 @@ describe('a record without a birth date (Done-when 5)', () => {
     harness = await PipelineHarness.start();
     await harness.startWorker();
     const fhir = fhirIntake(harness);
-    const waiting = new DemographicsWait({ redis: harness.redis, prefix: harness.prefix });
+    const waiting = new DemographicsWait({ redis: harness.redis, prefix: harness.partitions });
 
     // A Condition arrives before the Patient: END002 is opened, but no age can be sent.
     await fhir.applyBundle(bundle(condition('dw1', PATIENT)));
@@ -93,7 +93,7 @@ describe('a record without a birth date (Done-when 5)', () => {
     });
     expect(await harness.submissions()).toEqual([]);
     expect(
-      await new DemographicsWait({ redis: harness.redis, prefix: harness.prefix }).count(),
+      await new DemographicsWait({ redis: harness.redis, prefix: harness.partitions }).count(),
     ).toBe(0);
   });
 });

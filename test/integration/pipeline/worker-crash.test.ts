@@ -53,7 +53,8 @@ describe('a worker process killed with SIGKILL', () => {
     // Every query has persisted its remote job id and is polling, some polls in flight.
     await eventually(
       async () => {
-        const jobs = await harness.queue.getJobs(['active', 'delayed', 'wait']);
+        // Every partition's queue (one without partitions).
+        const jobs = await harness.jobs(['active', 'delayed', 'wait']);
         return jobs.filter((job) => (job.data as QueryJobData).remoteJobId !== undefined).length;
       },
       (polling) => polling === QUERIES,

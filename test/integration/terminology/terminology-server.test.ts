@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { emptyClinicalRecord } from '../../../src/records/clinical-record.ts';
@@ -20,7 +20,7 @@ import {
 const SCT = 'http://snomed.info/sct';
 const ICD10 = 'http://hl7.org/fhir/sid/icd-10-cm';
 
-let redis: Redis;
+let redis: RedisClient;
 let prefix: string;
 let cleanup: () => Promise<void>;
 let server: LocalTerminologyServer;

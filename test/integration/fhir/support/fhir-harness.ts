@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { Writable } from 'node:stream';
 import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
@@ -29,7 +29,7 @@ export interface FhirHarness {
   app: FastifyInstance;
   config: Config;
   fhir: LocalFhirServer;
-  inspect: Redis;
+  inspect: RedisClient;
   prefix: string;
   crosswalk: Crosswalk;
   records: RecordStore;

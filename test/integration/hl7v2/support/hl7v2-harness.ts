@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
@@ -49,7 +49,7 @@ export interface Hl7v2Harness {
   registry: Registry;
   logs: LogCapture;
   prefix: string;
-  inspect: Redis;
+  inspect: RedisClient;
   /** What A23/A29 call (and the audit log they write). */
   admin: PatientAdmin;
   /** The stored clinical record of a local patient id (undefined when there is none). */

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { Queue } from 'bullmq';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config, PresetRule } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
@@ -40,9 +40,9 @@ export interface Harness {
   config: Config;
   prefix: string;
   /** The test's own connection, for inspecting Redis (not used by the app). */
-  inspect: Redis;
+  inspect: RedisClient;
   /** The app's request connection. */
-  redis: Redis;
+  redis: RedisClient;
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;
@@ -170,7 +170,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 }
 
 /** Every key under the prefix with its whole content, whatever the type, as text. */
-export async function dumpRedis(redis: Redis, prefix: string): Promise<Map<string, string>> {
+export async function dumpRedis(redis: RedisClient, prefix: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const key of await redis.keys(`${prefix}*`)) {
     const type = await redis.type(key);

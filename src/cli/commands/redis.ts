@@ -1,0 +1,64 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig } from '../../config/load-config.ts';
+import { MAX_PARTITIONS, Partitions } from '../../queues/partitions.ts';
+import { requestConnection } from '../../queues/redis-connections.ts';
+import { repartition } from '../../runtime/repartition.ts';
+import { StartupError } from '../../runtime/startup-error.ts';
+
+function partitionCount(raw: string): number {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PARTITIONS) {
+    throw new InvalidArgumentError(`a whole number from 1 to ${MAX_PARTITIONS}`);
+  }
+  return n;
+}
+
+/** `concordance-worker redis`: operations on the pipeline's Redis data. */
+export function registerRedisCommand(program: Command): void {
+  const redis = program.command('redis').description("operations on the pipeline's Redis data");
+  redis
+    .command('repartition')
+    .description(
+      'move the data of a drained, stopped pipeline from --from partitions to REDIS_PARTITIONS (README, "Scale out"); safe to run again',
+    )
+    .requiredOption('--from <n>', 'the partitions the data was written with', partitionCount)
+    .option('--dry-run', 'count what would move and change nothing')
+    .action(async (options: { from: number; dryRun?: boolean }) => {
+      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      const to = Partitions.of(config.redis);
+      if (options.from === to.count) {
+        throw new StartupError(
+          `REDIS_PARTITIONS is already ${to.count}: set it to the partitions wanted, --from to those the data has`,
+        );
+      }
+      const from = new Partitions(config.redis.prefix, options.from);
+      const connection = requestConnection(config.redis, 'cw-repartition', {
+        enableOfflineQueue: true,
+      });
+      try {
+        const report = await repartition({
+          redis: connection,
+          from,
+          to,
+          dryRun: options.dryRun === true,
+        });
+        const moved = Object.entries(report.moved)
+          .map(([kind, n]) => `${kind} ${n}`)
+          .join(', ');
+        process.stdout.write(
+          [
+            `partitions ${from.count} -> ${to.count} (${to.prefixes.join(' ')})`,
+            `keys moved: ${moved === '' ? 'none' : moved}`,
+            `keys already in place: ${report.kept}`,
+            `dead letters moved: ${report.dead_letters_moved}`,
+            `drained queue keys deleted: ${report.deleted}`,
+            options.dryRun === true
+              ? 'dry run: nothing changed'
+              : `done: start the pipeline with REDIS_PARTITIONS=${to.count}`,
+          ].join('\n') + '\n',
+        );
+      } finally {
+        await connection.quit();
+      }
+    });
+}
