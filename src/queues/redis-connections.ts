@@ -124,22 +124,23 @@ export function requestConnection(
 ): RedisClient {
   const endpoint = endpointOf(redis);
   const nodes = endpoint.cluster_nodes ?? [];
+  const failFast: RedisOptions = {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: commandTimeoutMs,
+    socketTimeout: commandTimeoutMs,
+    // A command the caller was already told failed (503, no ACK) is never sent again later.
+    autoResendUnfulfilledCommands: false,
+    connectionName: name,
+  };
   if (nodes.length > 0) {
     // These belong to the cluster client: it is what connects (and reconnects) as a whole.
     const { enableOfflineQueue = false, lazyConnect, retryStrategy, ...rest } = extra;
     return connect(
       endpoint,
-      {
-        // A node connection is made on its first command: it queues until connected, and the
-        // cluster client (no offline queue) is what fails fast while the cluster is not ready.
-        maxRetriesPerRequest: 1,
-        connectTimeout: 2_000,
-        commandTimeout: commandTimeoutMs,
-        socketTimeout: commandTimeoutMs,
-        autoResendUnfulfilledCommands: false,
-        connectionName: name,
-        ...rest,
-      },
+      // A node connection is made on its first command: it queues until connected, and the
+      // cluster client (no offline queue) is what fails fast while the cluster is not ready.
+      { ...failFast, ...rest },
       {
         enableOfflineQueue,
         ...(lazyConnect === undefined ? {} : { lazyConnect }),
@@ -150,13 +151,7 @@ export function requestConnection(
   return new Redis(endpoint.url, {
     ...redisTlsOptions(endpoint),
     enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    commandTimeout: commandTimeoutMs,
-    socketTimeout: commandTimeoutMs,
-    // A command the caller was already told failed (503, no ACK) is never sent again later.
-    autoResendUnfulfilledCommands: false,
-    connectionName: name,
+    ...failFast,
     ...extra,
   });
 }
