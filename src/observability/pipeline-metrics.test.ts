@@ -45,6 +45,30 @@ describe('PipelineMetrics', () => {
     return q;
   };
 
+  /** A connection to a port where no Redis listens (closed after the test). */
+  const unreachableRedis = async () => {
+    const unreachable = new Redis(`redis://127.0.0.1:${await freePort()}`, {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      lazyConnect: true,
+    });
+    unreachable.on('error', () => undefined);
+    closers.push(async () => unreachable.disconnect());
+    return unreachable;
+  };
+
+  /** A queue on {@link unreachableRedis}: its counts never come. */
+  const deadQueue = async () => {
+    const dead = new Queue('dead-queue', {
+      connection: await unreachableRedis(),
+      prefix: redis.prefix,
+    });
+    dead.on('error', () => undefined);
+    closers.unshift(() => dead.close().catch(() => undefined));
+    return dead;
+  };
+
   it('reads cw_queue_jobs from Redis on every scrape, for each watched queue and every state', async () => {
     const registry = new Registry();
     const metrics = new PipelineMetrics(registry);
@@ -96,17 +120,7 @@ describe('PipelineMetrics', () => {
   it('leaves out a queue whose Redis does not answer, and still reports the others', async () => {
     const registry = new Registry();
     const metrics = new PipelineMetrics(registry);
-    const unreachable = new Redis(`redis://127.0.0.1:${await freePort()}`, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      lazyConnect: true,
-    });
-    unreachable.on('error', () => undefined);
-    closers.push(async () => unreachable.disconnect());
-    const dead = new Queue('dead-queue', { connection: unreachable, prefix: redis.prefix });
-    dead.on('error', () => undefined);
-    closers.unshift(() => dead.close().catch(() => undefined));
+    const dead = await deadQueue();
     metrics.watchQueues(dead, queue('concordance-results'));
 
     const values = await gauge(registry);
@@ -169,17 +183,7 @@ describe('PipelineMetrics', () => {
   it('leaves a queue whose Redis does not answer out of cw_queue_oldest_waiting_seconds', async () => {
     const registry = new Registry();
     const metrics = new PipelineMetrics(registry);
-    const unreachable = new Redis(`redis://127.0.0.1:${await freePort()}`, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      lazyConnect: true,
-    });
-    unreachable.on('error', () => undefined);
-    closers.push(async () => unreachable.disconnect());
-    const dead = new Queue('dead-queue', { connection: unreachable, prefix: redis.prefix });
-    dead.on('error', () => undefined);
-    closers.unshift(() => dead.close().catch(() => undefined));
+    const dead = await deadQueue();
     metrics.watchQueues(dead, queue('concordance-results'));
     expect(await byQueue(registry, 'cw_queue_oldest_waiting_seconds')).toEqual({
       'concordance-results': 0,
@@ -215,14 +219,7 @@ describe('PipelineMetrics', () => {
     const unwatchLive = ingest.watchRedis(() => redisAnswers(redis.redis));
     expect(await byQueue(registry, 'cw_redis_up')).toEqual({ '': 1 });
 
-    const unreachable = new Redis(`redis://127.0.0.1:${await freePort()}`, {
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-      lazyConnect: true,
-    });
-    unreachable.on('error', () => undefined);
-    closers.push(async () => unreachable.disconnect());
+    const unreachable = await unreachableRedis();
     const unwatchDead = work.watchRedis(() => redisAnswers(unreachable, 200));
     expect(await byQueue(registry, 'cw_redis_up')).toEqual({ '': 0 });
     // A probe that throws counts as down too.
