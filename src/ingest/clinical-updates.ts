@@ -94,8 +94,8 @@ export class ClinicalUpdates {
   }
 
   /**
-   * The patient a local id's updates go to, with what the commit would read of it (one pipelined
-   * round trip after the crosswalk lookup), following merges to the survivor; or a plan to create
+   * The patient a local id's updates go to, with what the commit would read of it (one read-only
+   * script after the crosswalk lookup), following merges to the survivor; or a plan to create
    * the patient in the commit (a patient never seen).
    */
   async #current(localId: string): Promise<{
