@@ -1,45 +1,62 @@
 import { DelayedError, Queue, RateLimitError, Worker, type Job } from 'bullmq';
-import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../src/config/config-schema.ts';
 import type { ResultEvent } from '../src/delivery/result-event.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
-import type { FinishedOutcome, PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
-import { pollDelayMs, type PollScheduleOptions } from '../src/queries/poll-schedule.ts';
+import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
+import { PatientConsent } from '../src/privacy/patient-consent.ts';
+import { adaptiveDelayMs } from '../src/queries/adaptive-schedule.ts';
+import { LatencyProfiles } from '../src/queries/latency-profiles.ts';
+import type { PollScheduleOptions } from '../src/queries/poll-schedule.ts';
+import { PollScheduler, type PolledOutcome } from '../src/queries/poll-scheduler.ts';
+import { holdKey, PollSet } from '../src/queries/poll-set.ts';
+import { QueryDispatcher } from '../src/queries/query-dispatcher.ts';
 import {
+  queryJobId,
   queryJobOptions,
   QueryJobDataSchema,
   type QueryJobData,
 } from '../src/queries/query-job.ts';
-import { resultEvent, type OutcomeDetails } from '../src/queries/query-outcome.ts';
-import { PatientConsent } from '../src/privacy/patient-consent.ts';
-import { QueryDispatcher } from '../src/queries/query-dispatcher.ts';
+import {
+  decideBeforeSubmit,
+  decideSubmitFailure,
+  type EndDecision,
+  type ForgetDecision,
+  type HoldDecision,
+  type LifecycleRules,
+} from '../src/queries/query-lifecycle.ts';
+import { resultEvent } from '../src/queries/query-outcome.ts';
 import type { QueryState, RemoteJob } from '../src/queries/query-state.ts';
+import {
+  mayHaveReachedService,
+  pollAnswerOf,
+  submitFailureOf,
+} from '../src/queries/service-answers.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import type { KeySpace } from '../src/queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
-import { assemblePatient, RecordNotAssemblableError } from '../src/records/assemble-patient.ts';
-import { DemographicsWait, RECORD_WAITING_EXPIRED } from '../src/records/demographics-wait.ts';
+import type { RedisClient } from '../src/queues/redis-client.ts';
+import { assemblePatient } from '../src/records/assemble-patient.ts';
 import { emptyClinicalRecord } from '../src/records/clinical-record.ts';
+import { DemographicsWait, RECORD_WAITING_EXPIRED } from '../src/records/demographics-wait.ts';
 import { knownIdentifiers } from '../src/records/known-identifiers.ts';
-import { IdentifierLeakError, prepareForService } from '../src/records/prepare-for-service.ts';
+import { prepareForService } from '../src/records/prepare-for-service.ts';
 import type { RecordStore } from '../src/records/record-store.ts';
 import type { ServiceClient } from '../src/service/create-service-client.ts';
-import { ServiceAuthError } from '../src/service/errors/service-auth-error.ts';
-import { ServiceError } from '../src/service/errors/service-error.ts';
-import { ServiceNotFoundError } from '../src/service/errors/service-not-found-error.ts';
-import { ServiceRateLimitedError } from '../src/service/errors/service-rate-limited-error.ts';
 import { ServiceTimeoutError } from '../src/service/errors/service-timeout-error.ts';
-import { ServiceValidationError } from '../src/service/errors/service-validation-error.ts';
 
 /** Where finished queries go (the outbound queue, later the webhook). */
 export interface ResultSink {
   deliver(event: ResultEvent): Promise<void>;
+  /** Hands over several events at once (one bulk add where the channel can). */
+  deliverMany?(events: ResultEvent[]): Promise<void>;
 }
 
 /** How a query job ended, as its BullMQ return value and for metrics. */
 export type QueryJobResult =
   | { outcome: ResultEvent['status'] | 'superseded'; eventId: string | null }
+  /** Submitted: the poll scheduler takes the query over. */
+  | { outcome: 'submitted'; eventId: null }
   | { outcome: 'stale'; eventId: null };
 
 export interface ConcordanceQueriesDeps {
@@ -59,8 +76,10 @@ export interface ConcordanceQueriesDeps {
   crosswalk: Crosswalk;
   sink: ResultSink;
   logger: Logger;
-  /** Called when a query ends (tests wait on it). */
+  /** Called when a query's job ends (tests wait on it); a query that ends in a poll calls {@link ConcordanceQueriesDeps.onPolledOutcome}. */
   onOutcome?: (result: QueryJobResult, data: QueryJobData) => void;
+  /** Called when a polled query ends (once its outcome is written). */
+  onPolledOutcome?: (outcome: PolledOutcome) => void;
   /**
    * Polls, poll lateness, finished queries, resubmissions. Deliveries are counted by the channels
    * (the runtime meters the outbound queue), not here.
@@ -72,19 +91,6 @@ export interface ConcordanceQueriesDeps {
   now?: () => number;
   /** Queries waiting for a birth date. @defaultValue a DemographicsWait on `connection` */
   demographics?: DemographicsWait;
-}
-
-/** A 429 without Retry-After holds the queue this long. */
-const DEFAULT_RATE_LIMIT_MS = 5_000;
-
-/**
- * True when a submission failed without any answer in a way that may have let it reach the service
- * (a timeout, a reset connection): a refused connection never reached it.
- */
-function noAnswer(err: ServiceError): boolean {
-  if (err.status !== undefined) return false;
-  const cause = err.cause as { code?: unknown } | undefined;
-  return cause?.code !== 'ECONNREFUSED' && cause?.code !== 'ENOTFOUND';
 }
 
 /** Waits for the remote job without holding a worker slot. */
@@ -104,6 +110,25 @@ function pollOptions(config: Config): PollScheduleOptions {
   };
 }
 
+/** The lifecycle's rules from `queries.*`. */
+export function lifecycleRules(config: Config): LifecycleRules {
+  const q = config.queries;
+  return {
+    deadlineMs: q.poll.deadline_ms,
+    resubmitLost: q.resubmit_lost,
+    deliverSuperseded: q.deliver_superseded,
+    maxStalledCount: q.max_stalled_count,
+    authPauseMs: q.auth_pause_ms,
+    submitAttempts: q.submit_attempts,
+  };
+}
+
+/** Hands events to the sink: all at once when it can take a batch. */
+async function deliverAll(sink: ResultSink, events: ResultEvent[]): Promise<void> {
+  if (sink.deliverMany !== undefined) return sink.deliverMany(events);
+  await Promise.all(events.map((event) => sink.deliver(event)));
+}
+
 /**
  * The queue of concordance queries and its worker. A job is one logical query of one
  * (patient_service_id, ccsr_category) and walks: scheduled (debounce) -> submitting -> polling,
@@ -113,10 +138,15 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
   name: string;
   queue: Queue;
   worker: Worker;
+  /** The partition's poll scheduler (started with the worker unless `autorun` is false). */
+  poller: PollScheduler;
+  /** Stops the due-set dispatcher and the poll scheduler (their work in flight is written back). */
+  stop(): Promise<void>;
 }> {
   const { config, client, state, records, crosswalk, sink, prefix, connection, metrics } = deps;
   const now = deps.now ?? Date.now;
   const schedule = pollOptions(config);
+  const rules = lifecycleRules(config);
   const keySpace = deps.keySpace ?? prefix;
   const demographics =
     deps.demographics ?? new DemographicsWait({ redis: connection, prefix: keySpace });
@@ -139,6 +169,56 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     now,
   });
 
+  const polls = new PollSet({
+    redis: connection,
+    prefix,
+    holdKey: holdKey(prefix),
+    pauseKey: authPause.flag,
+    latencyWindow: config.queries.polling.latency_window,
+  });
+  const profiles = new LatencyProfiles({ source: polls, now });
+  // Submitted queries are polled from the partition's due set of polls, in batches.
+  const poller = new PollScheduler({
+    polls,
+    profiles,
+    rules,
+    schedule,
+    polling: config.queries.polling,
+    logger: deps.logger,
+    ...(metrics === undefined ? {} : { metrics }),
+    now,
+    ...(deps.onPolledOutcome === undefined ? {} : { onOutcome: deps.onPolledOutcome }),
+    ports: {
+      async poll(remoteJobId, signal) {
+        try {
+          return (
+            pollAnswerOf(await client.concordance.get(remoteJobId, { signal }), false) ?? {
+              kind: 'error',
+            }
+          );
+        } catch (err) {
+          const answer = pollAnswerOf(err, true);
+          if (answer === undefined) throw err;
+          return answer;
+        }
+      },
+      localIdOf: (psid) => crosswalk.localIdOf(psid),
+      deliver: (events) => deliverAll(sink, events),
+      async resubmit(queries) {
+        await queue.addBulk(
+          queries.map((data) => ({
+            name: 'query',
+            data,
+            opts: {
+              jobId: `${queryJobId(data.patientServiceId, data.ccsrCategory, data.seq)}-r${data.resubmits}`,
+            },
+          })),
+        );
+      },
+      pauseForAuth: () => pauseForAuth(deps.logger),
+    },
+  });
+
   const logFor = (job: Job, data: QueryJobData) =>
     deps.logger.child({
       query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
@@ -148,71 +228,65 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       attempts: job.attemptsStarted,
     });
 
-  async function finish(
+  /** Ends a query with its result event (or without one, superseded), as decided. */
+  async function ended(
     job: Job,
     data: QueryJobData,
-    details: Omit<OutcomeDetails, 'patientId'>,
-    countAs: FinishedOutcome = details.outcome,
-  ) {
-    const event = resultEvent(data, {
-      ...details,
-      patientId: (await crosswalk.localIdOf(data.patientServiceId)) ?? null,
-      now: new Date(now()),
-    });
-    await sink.deliver(event);
-    await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
-    logFor(job, data).info(
-      {
-        outcome: details.outcome,
-        error_code: details.failure?.code,
-        exec_ms: now() - job.timestamp,
-      },
-      'query finished',
-    );
-    const result: QueryJobResult = { outcome: details.outcome, eventId: event.id };
-    metrics?.queriesFinished.inc({ outcome: countAs });
-    deps.onOutcome?.(result, data);
-    return result;
-  }
-
-  async function superseded(job: Job, data: QueryJobData): Promise<QueryJobResult> {
-    if (config.queries.deliver_superseded && data.remoteJobId !== undefined) {
-      return finish(
-        job,
-        data,
-        {
-          outcome: 'failed',
-          failure: { code: 'ERR_SUPERSEDED', message: 'a newer query of this key was submitted' },
-        },
-        'superseded',
-      );
+    decision: EndDecision | ForgetDecision,
+  ): Promise<QueryJobResult> {
+    let eventId: string | null = null;
+    if (decision.kind === 'end') {
+      const event = resultEvent(data, {
+        outcome: decision.outcome,
+        ...(decision.concordance === undefined ? {} : { concordance: decision.concordance }),
+        ...(decision.failure === undefined ? {} : { failure: decision.failure }),
+        patientId: (await crosswalk.localIdOf(data.patientServiceId)) ?? null,
+        now: new Date(now()),
+      });
+      await sink.deliver(event);
+      eventId = event.id;
     }
     await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
-    logFor(job, data).info({ outcome: 'superseded' }, 'query superseded by a newer one');
-    const result: QueryJobResult = { outcome: 'superseded', eventId: null };
-    metrics?.queriesFinished.inc({ outcome: 'superseded' });
+    const outcome = decision.kind === 'end' ? decision.outcome : 'superseded';
+    if (deps.logger.isLevelEnabled('info')) {
+      logFor(job, data).info(
+        {
+          outcome,
+          error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
+          exec_ms: now() - job.timestamp,
+        },
+        decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',
+      );
+    }
+    const result: QueryJobResult = { outcome, eventId };
+    metrics?.queriesFinished.inc({ outcome: decision.countAs });
     deps.onOutcome?.(result, data);
     return result;
   }
 
-  /** Errors that hold the whole queue rather than this job; anything else is rethrown. */
-  async function holdQueue(job: Job, data: QueryJobData, token: string | undefined, err: unknown) {
-    if (err instanceof ServiceRateLimitedError) {
-      const ms = err.retryAfterMs ?? DEFAULT_RATE_LIMIT_MS;
+  /** Something that concerns every query (429, a refused key) holds the queue, not this job. */
+  async function holdQueue(
+    job: Job,
+    data: QueryJobData,
+    token: string | undefined,
+    hold: HoldDecision,
+  ): Promise<never> {
+    if (hold.reason === 'rate_limited') {
+      const ms = Math.max(1, hold.until - now());
       logFor(job, data).warn({ retry_after_ms: ms }, 'service rate limit: holding the queue');
       await queue.rateLimit(ms);
       throw new RateLimitError();
     }
-    if (err instanceof ServiceAuthError) {
-      if (await authPause.pause(err.code)) {
-        logFor(job, data).error(
-          { status: err.status },
-          'the service refused the API key: queue paused until a worker starts with a valid key',
-        );
-      }
-      return waitUntil(job, token, now() + config.queries.auth_pause_ms);
+    await pauseForAuth(logFor(job, data));
+    return waitUntil(job, token, hold.until);
+  }
+
+  async function pauseForAuth(log: Logger): Promise<void> {
+    if (await authPause.pause('ERR_SERVICE_AUTH')) {
+      log.error(
+        'the service refused the API key: queue paused until a worker starts with a valid key',
+      );
     }
-    throw err;
   }
 
   /**
@@ -229,8 +303,10 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       config.queries.demographics_wait_s * 1_000,
     );
     if (decision.kind === 'expired') {
-      return finish(job, data, {
+      return ended(job, data, {
+        kind: 'end',
         outcome: 'failed',
+        countAs: 'failed',
         failure: {
           code: RECORD_WAITING_EXPIRED,
           message: `no birth date arrived within ${config.queries.demographics_wait_s} s; not sent`,
@@ -238,12 +314,8 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       });
     }
     if (decision.kind === 'replaced') {
-      await state.finish(data.patientServiceId, data.ccsrCategory, data.seq);
-      logFor(job, data).info({ outcome: 'superseded' }, 'a newer query waits for the birth date');
-      const result: QueryJobResult = { outcome: 'superseded', eventId: null };
-      metrics?.queriesFinished.inc({ outcome: 'superseded' });
-      deps.onOutcome?.(result, data);
-      return result;
+      // A newer query waits for the birth date.
+      return ended(job, data, { kind: 'forget', countAs: 'superseded' });
     }
     logFor(job, data).info(
       { until: new Date(decision.until).toISOString() },
@@ -252,25 +324,50 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     return waitUntil(job, token, decision.until);
   }
 
+  /** Carries out what the lifecycle decided for a failed submission. */
+  async function afterSubmitFailure(
+    job: Job,
+    data: QueryJobData,
+    token: string | undefined,
+    err: unknown,
+  ): Promise<QueryJobResult> {
+    const failure = submitFailureOf(err);
+    if (failure === undefined) throw err;
+    const decision = decideSubmitFailure(failure, job.attemptsMade + 1, rules, now());
+    if (failure.kind !== 'birth_date_missing' && failure.kind !== 'refused') {
+      // Answered without a job, or no answer: this attempt is over.
+      await state.abandonSubmission(data.patientServiceId, data.ccsrCategory, data.seq);
+    }
+    if (decision.kind === 'wait_demographics') return waitForDemographics(job, data, token);
+    if (decision.kind === 'end') return ended(job, data, decision);
+    if (decision.kind === 'hold') return holdQueue(job, data, token, decision);
+    if (mayHaveReachedService(err)) {
+      metrics?.possibleDuplicates.inc({
+        reason: err instanceof ServiceTimeoutError ? 'timeout' : 'connection_lost',
+      });
+    }
+    throw err;
+  }
+
   async function submit(
     job: Job,
     data: QueryJobData,
     token: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<QueryJobResult> {
-    if (await state.isSuperseded(data.patientServiceId, data.ccsrCategory, data.seq)) {
-      return superseded(job, data);
-    }
-    const stored = await records.get(data.patientServiceId);
-    const localId = await crosswalk.localIdOf(data.patientServiceId);
-    const hasRecord = stored?.record !== undefined || stored?.clinical !== undefined;
-    if (stored === undefined || !hasRecord || localId === undefined) {
-      return finish(job, data, {
-        outcome: 'rejected',
-        failure: { code: 'ERR_RECORD_MISSING', message: 'no record is stored for this patient' },
-      });
-    }
     const psid = data.patientServiceId;
+    const [superseded, stored, localId] = await Promise.all([
+      state.isSuperseded(psid, data.ccsrCategory, data.seq),
+      records.get(psid),
+      crosswalk.localIdOf(psid),
+    ]);
+    const hasRecord =
+      stored !== undefined &&
+      (stored.record !== undefined || stored.clinical !== undefined) &&
+      localId !== undefined;
+    const before = decideBeforeSubmit({ optedOut: false, superseded, hasRecord }, rules);
+    if (before !== undefined) return ended(job, data, before);
+    if (stored === undefined || localId === undefined) throw new Error('unreachable');
     const withVersion = { ...data, recordVersion: stored.version };
     let remoteJobId: string;
     let sentAt: number;
@@ -292,8 +389,8 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       });
       const begun = await state.beginSubmission(psid, data.ccsrCategory, data.seq, data.resubmits);
       if (begun.stored !== undefined) {
-        // An earlier run stored the remote job but died before its job data said so: poll it.
-        return startPolling(job, data, token, begun.stored);
+        // An earlier run stored the remote job but died before its job ended: it is polled.
+        return { outcome: 'submitted', eventId: null };
       }
       if (begun.interrupted) metrics?.possibleDuplicates.inc({ reason: 'worker_restart' });
       sentAt = now();
@@ -302,162 +399,49 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
         { signal },
       ));
     } catch (err) {
-      if (err instanceof RecordNotAssemblableError && err.reason === 'birth_date_missing') {
-        return waitForDemographics(job, withVersion, token);
-      }
-      if (
-        err instanceof IdentifierLeakError ||
-        err instanceof RecordNotAssemblableError ||
-        err instanceof ServiceValidationError
-      ) {
-        return finish(job, withVersion, {
-          outcome: 'rejected',
-          failure: {
-            code: err.code,
-            message: err.message,
-            ...(err instanceof ServiceValidationError ? { items: err.items } : {}),
-          },
-        });
-      }
-      if (!(err instanceof ServiceError)) throw err;
-      if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
-        // Answered without creating a job: this attempt is over, and the queue is held.
-        await state.abandonSubmission(psid, data.ccsrCategory, data.seq);
-        return holdQueue(job, withVersion, token, err);
-      }
-      if (!err.transient) {
-        // 400, 404, 413, 415, or a 2xx without a readable job id: sending it again would not help
-        // (and after a 2xx might leave a second remote job behind).
-        return finish(job, withVersion, {
-          outcome: 'failed',
-          failure: { code: err.code, message: err.message },
-        });
-      }
-      if (noAnswer(err)) {
-        metrics?.possibleDuplicates.inc({
-          reason: err instanceof ServiceTimeoutError ? 'timeout' : 'connection_lost',
-        });
-      }
-      // This attempt is over (counted above if it may have reached the service).
-      await state.abandonSubmission(psid, data.ccsrCategory, data.seq);
-      const attempts = job.opts.attempts ?? 1;
-      if (job.attemptsMade + 1 >= attempts) {
-        return finish(job, withVersion, {
-          outcome: 'failed',
-          failure: { code: err.code, message: `${err.message} (after ${attempts} attempts)` },
-        });
-      }
-      throw err;
+      return afterSubmitFailure(job, withVersion, token, err);
     }
-    // The remote job is stored in the one step that learns it: from here on the query is never
-    // submitted again, whatever happens to this process.
+    // The remote job is stored in the one step that learns it, with its first poll: from here on
+    // the query is never submitted again, whatever happens to this process, and the poll
+    // scheduler takes it over.
+    const submittedAt = now();
     const remote: RemoteJob = {
       remoteJobId,
-      submittedAt: now(),
+      submittedAt,
       resubmits: data.resubmits,
       recordVersion: stored.version,
-    };
-    await state.markSubmitted(psid, data.ccsrCategory, data.seq, remote);
-    metrics?.submitWindow.observe((now() - sentAt) / 1_000);
-    return startPolling(job, data, token, remote);
-  }
-
-  /** Records the submitted step in the job's data and waits for the first poll. */
-  async function startPolling(
-    job: Job,
-    data: QueryJobData,
-    token: string | undefined,
-    remote: RemoteJob,
-  ): Promise<QueryJobResult> {
-    const polling: QueryJobData = {
-      ...data,
-      step: 'polling',
-      remoteJobId: remote.remoteJobId,
-      recordVersion: remote.recordVersion,
-      submittedAt: remote.submittedAt,
+      queryId: data.queryId,
       polls: 0,
-      nextPollAt: remote.submittedAt + pollDelayMs(0, schedule),
     };
-    await job.updateData(polling);
-    logFor(job, polling).info({ queued_ms: remote.submittedAt - job.timestamp }, 'query submitted');
-    return waitUntil(job, token, polling.nextPollAt ?? remote.submittedAt);
+    const firstPollAt =
+      submittedAt + adaptiveDelayMs(0, 0, profiles.get(data.ccsrCategory), schedule);
+    await state.markSubmitted(psid, data.ccsrCategory, data.seq, remote, firstPollAt);
+    metrics?.submitWindow.observe((submittedAt - sentAt) / 1_000);
+    if (deps.logger.isLevelEnabled('info')) {
+      logFor(job, { ...withVersion, remoteJobId }).info(
+        { queued_ms: submittedAt - job.timestamp },
+        'query submitted',
+      );
+    }
+    void profiles.refresh([data.ccsrCategory]).catch(() => undefined);
+    return { outcome: 'submitted', eventId: null };
   }
 
-  async function poll(
-    job: Job,
-    data: QueryJobData,
-    token: string | undefined,
-    signal: AbortSignal | undefined,
-  ): Promise<QueryJobResult> {
-    if (data.nextPollAt !== undefined) {
-      metrics?.pollLateness.observe(Math.max(0, now() - data.nextPollAt) / 1_000);
-    }
-    if (await state.isSuperseded(data.patientServiceId, data.ccsrCategory, data.seq)) {
-      return superseded(job, data);
-    }
-    const remoteJobId = data.remoteJobId ?? '';
-    const deadline = (data.submittedAt ?? now()) + schedule.deadlineMs;
-    const next = async (): Promise<QueryJobResult> => {
-      if (now() >= deadline) {
-        return finish(job, data, {
-          outcome: 'timed_out',
-          failure: { code: 'ERR_QUERY_TIMED_OUT', message: 'the remote job did not end in time' },
-        });
-      }
-      const polls = data.polls + 1;
-      const nextPollAt = Math.min(deadline, now() + pollDelayMs(polls, schedule));
-      await job.updateData({ ...data, polls, nextPollAt });
-      return waitUntil(job, token, nextPollAt);
+  /**
+   * A job of the design before the poll scheduler (polled by delayed jobs): its query moves to the
+   * due set of polls, due now, and the job ends.
+   */
+  async function adoptPolling(data: QueryJobData): Promise<QueryJobResult> {
+    const remote: RemoteJob = {
+      remoteJobId: data.remoteJobId ?? '',
+      submittedAt: data.submittedAt ?? now(),
+      resubmits: data.resubmits,
+      recordVersion: data.recordVersion ?? 0,
+      queryId: data.queryId,
+      polls: data.polls,
     };
-
-    let answer: Awaited<ReturnType<ServiceClient['concordance']['get']>> | 'lost';
-    try {
-      answer = await client.concordance.get(remoteJobId, { signal });
-    } catch (err) {
-      metrics?.polls.inc({ state: err instanceof ServiceNotFoundError ? 'lost' : 'error' });
-      if (err instanceof ServiceNotFoundError) answer = 'lost';
-      else if (err instanceof ServiceRateLimitedError || err instanceof ServiceAuthError) {
-        return holdQueue(job, data, token, err);
-      } else if (err instanceof ServiceError) {
-        logFor(job, data).warn({ error_code: err.code }, 'poll failed; polling again later');
-        return next();
-      } else throw err;
-    }
-    const state_ = answer === 'lost' ? 'lost' : answer.state;
-    if (answer !== 'lost') metrics?.polls.inc({ state: answer.state });
-    if (state_ === 'pending') return next();
-    if (state_ === 'success' && answer !== 'lost') {
-      return finish(job, data, { outcome: 'completed', concordance: answer.concordance });
-    }
-    if (state_ === 'failure' && answer !== 'lost') {
-      return finish(job, data, {
-        outcome: 'failed',
-        concordance: answer.concordance,
-        failure: {
-          code: 'ERR_REMOTE_JOB_FAILED',
-          message: `the remote job ended ${answer.status}`,
-        },
-      });
-    }
-    if (data.resubmits < config.queries.resubmit_lost) {
-      logFor(job, data).warn(
-        { resubmits: data.resubmits + 1 },
-        'remote job lost; submitting again',
-      );
-      const again: QueryJobData = {
-        ...data,
-        step: 'submitting',
-        remoteJobId: undefined,
-        resubmits: data.resubmits + 1,
-      };
-      await job.updateData(again);
-      metrics?.resubmissions.inc();
-      return submit(job, again, token, signal);
-    }
-    return finish(job, data, {
-      outcome: 'lost',
-      failure: { code: 'ERR_REMOTE_JOB_LOST', message: 'the service no longer knows the job' },
-    });
+    await state.markSubmitted(data.patientServiceId, data.ccsrCategory, data.seq, remote, now());
+    return { outcome: 'submitted', eventId: null };
   }
 
   // A worker starts with the key it was given: if the queue was paused because the service
@@ -481,17 +465,12 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
       }
       data = { ...data, step: 'submitting', triggers };
       await job.updateData(data);
-      if (await consent.isOptedOut(data.patientServiceId)) {
-        // Opted out after ingest opened the query: it is not sent.
-        return finish(job, data, {
-          outcome: 'rejected',
-          failure: { code: 'ERR_PATIENT_OPTED_OUT', message: 'the patient opted out' },
-        });
-      }
+      // Opted out after ingest opened the query: it is not sent.
+      const optedOut = await consent.isOptedOut(data.patientServiceId);
+      const before = decideBeforeSubmit({ optedOut, superseded: false, hasRecord: true }, rules);
+      if (before !== undefined) return ended(job, data, before);
     }
-    return data.step === 'submitting'
-      ? submit(job, data, token, signal)
-      : poll(job, data, token, signal);
+    return data.step === 'submitting' ? submit(job, data, token, signal) : adoptPolling(data);
   }
 
   /**
@@ -502,8 +481,10 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     const parsed = QueryJobDataSchema.safeParse(job.data);
     if (!parsed.success) return;
     const stalled = /stalled/i.test(err.message);
-    await finish(job, parsed.data, {
+    await ended(job, parsed.data, {
+      kind: 'end',
       outcome: 'failed',
+      countAs: 'failed',
       failure: stalled
         ? {
             code: 'ERR_QUERY_STALLED',
@@ -598,6 +579,17 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     clearInterval(sweepTimer);
     void dispatcher.close();
   });
-  if (deps.autorun ?? true) dispatcher.start();
-  return { name: CONCORDANCE_QUERIES, queue, worker };
+  if (deps.autorun ?? true) {
+    dispatcher.start();
+    poller.start();
+  }
+  return {
+    name: CONCORDANCE_QUERIES,
+    queue,
+    worker,
+    poller,
+    async stop() {
+      await Promise.all([dispatcher.close(), poller.close()]);
+    },
+  };
 }

@@ -98,6 +98,27 @@ const QueriesSchema = z.strictObject({
     lease_ms: z.int().min(1_000),
   }),
   /**
+   * How submitted queries are polled (see PollScheduler): every `interval_ms` a worker leases up to
+   * `batch` due polls of a partition (no more than `concurrency` GETs in flight); a poll not
+   * written back within `lease_ms` (its worker died) comes due again. `latency_window` recent job
+   * latencies per category teach the schedule when to poll.
+   */
+  polling: z
+    .strictObject({
+      interval_ms: z.int().min(5),
+      batch: z.int().min(1),
+      concurrency: z.int().min(1),
+      lease_ms: z.int().min(1_000),
+      latency_window: z.int().min(5).max(1_000),
+    })
+    .default({
+      interval_ms: 50,
+      batch: 500,
+      concurrency: 200,
+      lease_ms: 60_000,
+      latency_window: 64,
+    }),
+  /**
    * How long a query of a record without a birth date waits for one (see DemographicsWait)
    * before it ends `failed` with ERR_RECORD_WAITING_EXPIRED. @defaultValue 2592000 (30 days)
    */

@@ -42,29 +42,62 @@ export class DeliveryRouter implements ResultSink {
   }
 
   async deliver(event: ResultEvent): Promise<void> {
-    const changed = await this.#changes.check(event);
-    const log = { event_id: event.id, query_key: queryKeyOf(event), changed };
-    if (this.#onlyChanged && !changed) {
-      for (const channel of this.channels) {
-        this.#metrics?.deliveries.inc({ channel: channel.name, outcome: 'suppressed' });
+    await this.deliverMany([event]);
+  }
+
+  /**
+   * Routes several events at once: each channel gets the ones not suppressed in one hand-over
+   * (one bulk add for the outbound queue).
+   */
+  async deliverMany(events: readonly ResultEvent[]): Promise<void> {
+    const checked = await Promise.all(
+      events.map(async (event) => ({ event, changed: await this.#changes.check(event) })),
+    );
+    const routed: ResultEvent[] = [];
+    for (const { event, changed } of checked) {
+      if (this.#onlyChanged && !changed) {
+        for (const channel of this.channels) {
+          this.#metrics?.deliveries.inc({ channel: channel.name, outcome: 'suppressed' });
+        }
+        this.#logger.info(
+          { event_id: event.id, query_key: queryKeyOf(event), changed, outcome: 'suppressed' },
+          'result unchanged: not delivered',
+        );
+      } else {
+        routed.push({ ...event, changed });
       }
-      this.#logger.info({ ...log, outcome: 'suppressed' }, 'result unchanged: not delivered');
-      return;
     }
-    const routed: ResultEvent = { ...event, changed };
-    await Promise.all(this.channels.map((channel) => channel.deliver(routed)));
+    if (routed.length === 0) return;
+    await Promise.all(
+      this.channels.map((channel) =>
+        channel.deliverMany !== undefined
+          ? channel.deliverMany(routed)
+          : Promise.all(routed.map((event) => channel.deliver(event))),
+      ),
+    );
     const now = this.#now();
     for (const channel of this.channels) {
       if (channel.reportsOutcomes === true) continue;
-      this.#metrics?.deliveries.inc({ channel: channel.name, outcome: 'delivered' });
-      const seconds = updateToDeliverySeconds(event, now);
-      if (seconds !== undefined)
-        this.#metrics?.updateToDelivery.observe({ channel: channel.name }, seconds);
+      this.#metrics?.deliveries.inc({ channel: channel.name, outcome: 'delivered' }, routed.length);
+      for (const event of routed) {
+        const seconds = updateToDeliverySeconds(event, now);
+        if (seconds !== undefined)
+          this.#metrics?.updateToDelivery.observe({ channel: channel.name }, seconds);
+      }
     }
-    this.#logger.debug(
-      { ...log, channels: this.channels.map((c) => c.name) },
-      'result handed to the delivery channels',
-    );
+    if (this.#logger.isLevelEnabled('debug')) {
+      for (const event of routed) {
+        this.#logger.debug(
+          {
+            event_id: event.id,
+            query_key: queryKeyOf(event),
+            changed: event.changed,
+            channels: this.channels.map((c) => c.name),
+          },
+          'result handed to the delivery channels',
+        );
+      }
+    }
   }
 
   async close(): Promise<void> {

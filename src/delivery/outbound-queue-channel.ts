@@ -55,13 +55,24 @@ export class OutboundQueueChannel implements DeliveryChannel {
   }
 
   async deliver(event: ResultEvent): Promise<void> {
+    await this.deliverMany([event]);
+  }
+
+  /** Hands several events over in one bulk add (each job id is its event id). */
+  async deliverMany(events: readonly ResultEvent[]): Promise<void> {
     const keep = { count: this.#retention.count, age: this.#retention.age_s };
-    await this.queue.add(event.type, sealOutboundEvent(event, this.#aesKey), {
-      jobId: event.id,
-      timestamp: this.#now(),
-      removeOnComplete: keep,
-      removeOnFail: keep,
-    });
+    const timestamp = this.#now();
+    const jobs = events.map((event) => ({
+      name: event.type,
+      data: sealOutboundEvent(event, this.#aesKey),
+      opts: { jobId: event.id, timestamp, removeOnComplete: keep, removeOnFail: keep },
+    }));
+    if (jobs.length === 1) {
+      const [job] = jobs as [(typeof jobs)[number]];
+      await this.queue.add(job.name, job.data, job.opts);
+    } else if (jobs.length > 1) {
+      await this.queue.addBulk(jobs);
+    }
     if (this.#now() - this.#lastTrim >= TRIM_EVERY_MS) await this.trimExpired();
   }
 

@@ -6,6 +6,8 @@ import type { ResultEvent } from './result-event.ts';
  */
 export interface ResultSink {
   deliver(event: ResultEvent): Promise<void>;
+  /** Hands over several events at once (one bulk add where the channel can). */
+  deliverMany?(events: readonly ResultEvent[]): Promise<void>;
 }
 
 /** One way of handing result events to the hospital (the outbound queue, the webhook). */

@@ -80,18 +80,18 @@ describe('QueryState (real Redis)', () => {
   });
 
   it('supersedes older queries once a newer one is submitted, never the other way', async () => {
-    await state.markSubmitted('p', 'END002', 1, remote('j1'));
+    await state.markSubmitted('p', 'END002', 1, remote('j1'), 0);
     expect(await state.isSuperseded('p', 'END002', 1)).toBe(false);
-    await state.markSubmitted('p', 'END002', 2, remote('j2'));
+    await state.markSubmitted('p', 'END002', 2, remote('j2'), 0);
     expect(await state.isSuperseded('p', 'END002', 1)).toBe(true);
     expect(await state.isSuperseded('p', 'END002', 2)).toBe(false);
-    await state.markSubmitted('p', 'END002', 1, remote('j1b', 1)); // a resubmission of the older one
+    await state.markSubmitted('p', 'END002', 1, remote('j1b', 1), 0); // a resubmission of the older one
     expect(await state.isSuperseded('p', 'END002', 2)).toBe(false);
   });
 
   it('hands a stored remote job to a resumed submission instead of a second POST', async () => {
     expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
-    await state.markSubmitted('p', 'END002', 1, remote('j1'));
+    await state.markSubmitted('p', 'END002', 1, remote('j1'), 0);
     expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({
       stored: remote('j1'),
       interrupted: false,

@@ -1,6 +1,7 @@
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
-import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
+import { pollSetKey, type PolledRemoteJob } from './poll-set.ts';
+import { outboxMember, queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
 
 /** One record update that asked for a query. */
 export interface Trigger {
@@ -53,7 +54,8 @@ const SUBMITTED = `
 local current = tonumber(redis.call('HGET', KEYS[1], 'submitted') or '0')
 if tonumber(ARGV[1]) > current then redis.call('HSET', KEYS[1], 'submitted', ARGV[1]) end
 redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
-redis.call('HDEL', KEYS[1], 's:' .. ARGV[1])
+redis.call('HDEL', KEYS[1], 's:' .. ARGV[1], 'l:' .. ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return current
 `;
 
@@ -75,14 +77,7 @@ return {false, 0}
 `;
 
 /** The remote job of a submitted query, as stored by {@link QueryState.markSubmitted}. */
-export interface RemoteJob {
-  remoteJobId: string;
-  submittedAt: number;
-  /** Which (re)submission of the query it belongs to. */
-  resubmits: number;
-  /** The record version it was submitted with. */
-  recordVersion: number;
-}
+export type RemoteJob = PolledRemoteJob;
 
 export interface QueryStateOptions {
   redis: RedisClient;
@@ -184,21 +179,27 @@ export class QueryState {
   }
 
   /**
-   * Stores query `seq`'s remote job in one step, right as the service answered; from now on older
-   * queries of the key are superseded, and this query is never submitted again.
+   * Stores query `seq`'s remote job in one step, right as the service answered, and puts its first
+   * poll in its partition's due set of polls at `firstPollAt`: from now on older queries of the
+   * key are superseded, and this query is never submitted again.
    */
   async markSubmitted(
     patientServiceId: string,
     category: string,
     seq: number,
     remote: RemoteJob,
+    firstPollAt: number,
   ): Promise<void> {
+    const prefix = patientPrefix(this.#prefix, patientServiceId);
     await this.#redis.eval(
       SUBMITTED,
-      1,
+      2,
       this.#key(patientServiceId, category),
+      pollSetKey(prefix),
       seq,
       JSON.stringify(remote),
+      firstPollAt,
+      outboxMember({ patientServiceId, ccsrCategory: category, seq }),
     );
   }
 
@@ -215,6 +216,7 @@ export class QueryState {
       `c:${seq}`,
       `s:${seq}`,
       `r:${seq}`,
+      `l:${seq}`,
     );
   }
 }

@@ -6,6 +6,8 @@ export interface QueueWorker {
   name: string;
   queue: Queue;
   worker: Worker;
+  /** Stops what runs beside the worker (the query worker's dispatcher and poll scheduler). */
+  stop?: () => Promise<void>;
 }
 
 /** The running queue workers of a process; closes every worker before any queue. */
@@ -46,9 +48,13 @@ export class WorkerRegistry {
   async close(): Promise<void> {
     const until = Date.now() + this.#budgetMs;
     await Promise.all(
-      this.#entries.map(async ({ name, worker }) => {
+      this.#entries.map(async ({ name, worker, stop }) => {
         // A tenth of the budget is kept for the queues.
-        const outcome = await closeWorker(worker, (until - Date.now()) * 0.9);
+        const budget = (until - Date.now()) * 0.9;
+        const [outcome] = await Promise.all([
+          closeWorker(worker, budget),
+          stop === undefined ? undefined : settlesWithin(stop(), budget),
+        ]);
         this.#onClosed?.(name, outcome);
       }),
     );

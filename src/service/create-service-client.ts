@@ -91,6 +91,8 @@ export interface ConcordanceJob {
   concordance: Record<string, unknown> | null;
   /** The whole validated answer, unknown fields included. */
   raw: unknown;
+  /** The wait the service asked for before the next poll (`Retry-After`), when it sent one. */
+  retryAfterMs?: number;
 }
 
 export interface ServiceClient {

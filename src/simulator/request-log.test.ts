@@ -7,6 +7,8 @@ const entry = (n: number): RecordedRequest => ({
   status: 200,
   headers: {},
   bodyJson: null,
+  received_at: n,
+  answered_at: n + 1,
 });
 
 describe('RequestLog', () => {

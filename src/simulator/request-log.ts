@@ -9,6 +9,10 @@ export interface LoggedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The parsed JSON body; null when there was none or it was rejected before parsing. */
   body: unknown;
+  /** When the request arrived (epoch ms). */
+  received_at: number;
+  /** When it was answered (epoch ms); null while unanswered. */
+  answered_at: number | null;
 }
 
 /**

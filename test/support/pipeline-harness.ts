@@ -18,6 +18,7 @@ import type { AssembledPatient } from '../../src/interface/assembled-patient.ts'
 import type { QueryJobData } from '../../src/queries/query-job.ts';
 import { UpdateCommitter } from '../../src/ingest/update-committer.ts';
 import { PresetStore } from '../../src/presets/preset-store.ts';
+import { pollSetKey } from '../../src/queries/poll-set.ts';
 import { QueryScheduler } from '../../src/queries/query-scheduler.ts';
 import { QueryState } from '../../src/queries/query-state.ts';
 import {
@@ -68,6 +69,8 @@ export interface RequestLogEntry {
   status: number;
   headers: Record<string, unknown>;
   body: unknown;
+  received_at: number;
+  answered_at: number | null;
 }
 
 export const sampleRecord = (
@@ -319,6 +322,15 @@ export class PipelineHarness {
           logger: this.logs.logger,
           metrics: this.metrics,
           onOutcome: (result, data) => this.#ended.push({ result, data }),
+          // A query that ends in a poll has its outcome written when this is called.
+          onPolledOutcome: ({ data, decision, eventId }) =>
+            this.#record({
+              result: {
+                outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
+                eventId,
+              },
+              data,
+            }),
         }),
       );
     }
@@ -329,21 +341,25 @@ export class PipelineHarness {
         (o) => o.data.seq === job.data.seq && sameKey(o.data, job.data),
       );
       const [ended] = index === -1 ? [] : this.#ended.splice(index, 1);
-      if (ended === undefined) return;
-      this.outcomes.push(ended);
-      for (const waiter of this.#waiters.splice(0)) {
-        if (this.outcomes.length >= waiter.count) waiter.resolve();
-        else this.#waiters.push(waiter);
-      }
+      if (ended !== undefined) this.#record(ended);
     };
     for (const { worker } of started) worker.on('completed', onCompleted);
     const close = async () => {
+      await Promise.all(started.map((entry) => entry.stop()));
       for (const { worker } of started) await worker.close();
       for (const { queue } of started) await queue.close();
       connection.disconnect();
     };
     this.#closers.unshift(close);
     return { close };
+  }
+
+  #record(ended: { result: QueryJobResult; data: QueryJobData }): void {
+    this.outcomes.push(ended);
+    for (const waiter of this.#waiters.splice(0)) {
+      if (this.outcomes.length >= waiter.count) waiter.resolve();
+      else this.#waiters.push(waiter);
+    }
   }
 
   /** Stores a record and opens its queries in one script, as ingest does. */
@@ -405,6 +421,14 @@ export class PipelineHarness {
   /** The query queue of a patient's partition. */
   queueOf(patientServiceId: string): Queue {
     return this.queues[this.partitions.indexOf(patientServiceId)] as Queue;
+  }
+
+  /** Queries waiting for a poll (or being polled), over every partition's due set of polls. */
+  async polling(): Promise<number> {
+    const sizes = await Promise.all(
+      this.partitions.prefixes.map((prefix) => this.redis.zcard(pollSetKey(prefix))),
+    );
+    return sizes.reduce((a, b) => a + b, 0);
   }
 
   /** The jobs of every partition's query queue in `states`. */

@@ -22,7 +22,7 @@ function loggedBody(request: FastifyRequest): unknown {
 
 /**
  * Records every service request (rejected ones too) when it arrives, adds the parsed body once
- * parsing is done and the status once answered. Admin routes and `/healthz` are not recorded;
+ * parsing is done and the status (and time) once answered. Admin routes and `/healthz` are not recorded;
  * the patient identifier of a registration is redacted.
  */
 export function installRequestRecorder(app: FastifyInstance, log: RequestLog): void {
@@ -38,6 +38,8 @@ export function installRequestRecorder(app: FastifyInstance, log: RequestLog): v
       status: null,
       headers,
       bodyJson: null,
+      received_at: Date.now(),
+      answered_at: null,
     };
     entries.set(request, entry);
     log.push(entry);
@@ -49,6 +51,9 @@ export function installRequestRecorder(app: FastifyInstance, log: RequestLog): v
   });
   app.addHook('onResponse', async (request, reply) => {
     const entry = entries.get(request);
-    if (entry !== undefined) entry.status = reply.statusCode;
+    if (entry !== undefined) {
+      entry.status = reply.statusCode;
+      entry.answered_at = Date.now();
+    }
   });
 }

@@ -1,17 +1,23 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { QueryJobData } from '../../../src/queries/query-job.ts';
-import { CliProcess } from '../../../tools/cli-process.ts';
-import { eventually } from '../../support/eventually.ts';
-import { OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
-import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CliProcess } from '../../../tools/cli-process.ts';
+import { eventually } from '../../support/eventually.ts';
+import { OUTBOUND_QUEUE_LINES } from '../../support/outbound.ts';
+import {
+  PipelineHarness,
+  sampleRecord,
+  type RequestLogEntry,
+} from '../../support/pipeline-harness.ts';
 
 const QUERIES = 12;
 const CATEGORIES = ['END002', 'CIR007', 'RSP009'];
 
-/** Short debounce, quick polls, and a short lock so that a killed worker's jobs come back soon. */
+/**
+ * Short debounce, quick polls, and short locks and poll leases, so that a killed worker's jobs
+ * and polls come back soon.
+ */
 function crashConfigFile(): string {
   const path = join(mkdtempSync(join(tmpdir(), 'cw-crash-')), 'config.yaml');
   writeFileSync(
@@ -20,12 +26,45 @@ function crashConfigFile(): string {
       'queries:',
       '  debounce_ms: 100',
       '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 120000 }',
+      '  polling: { interval_ms: 20, batch: 5, concurrency: 20, lease_ms: 2000, latency_window: 64 }',
       '  lock_duration_ms: 2000',
       '  concurrency: 20',
       ...OUTBOUND_QUEUE_LINES,
     ].join('\n'),
   );
   return path;
+}
+
+/** GETs of one remote job that were under way at the same time (both answered). */
+function overlappingPolls(requests: RequestLogEntry[]): [RequestLogEntry, RequestLogEntry][] {
+  const byJob = new Map<string, RequestLogEntry[]>();
+  for (const r of requests) {
+    if (r.method !== 'GET' || r.answered_at === null) continue;
+    byJob.set(r.path, [...(byJob.get(r.path) ?? []), r]);
+  }
+  const overlaps: [RequestLogEntry, RequestLogEntry][] = [];
+  for (const polls of byJob.values()) {
+    polls.sort((a, b) => a.received_at - b.received_at);
+    for (let i = 1; i < polls.length; i++) {
+      const [before, after] = [polls[i - 1] as RequestLogEntry, polls[i] as RequestLogEntry];
+      if (after.received_at < (before.answered_at ?? Infinity)) overlaps.push([before, after]);
+    }
+  }
+  return overlaps;
+}
+
+/** The submissions of each (patient, category), by the age and category of their bodies. */
+function submissionsByKey(submissions: RequestLogEntry[]): Map<string, RequestLogEntry[]> {
+  const byKey = new Map<string, RequestLogEntry[]>();
+  for (const s of submissions) {
+    const body = s.body as {
+      ccsr_category: string;
+      assembled_patient: { demographics: { age: number } };
+    };
+    const key = `${body.assembled_patient.demographics.age}/${body.ccsr_category}`;
+    byKey.set(key, [...(byKey.get(key) ?? []), s]);
+  }
+  return byKey;
 }
 
 describe('a worker process killed with SIGKILL', () => {
@@ -36,47 +75,92 @@ describe('a worker process killed with SIGKILL', () => {
     await harness.close();
   });
 
-  it('loses nothing: another worker finishes every query, each submitted exactly once', async () => {
-    // Slow polls, so that the kill finds some of them in flight (active jobs holding a lock).
+  const work = async (config: string): Promise<CliProcess> => {
+    const worker = new CliProcess(['--config', config, 'work'], harness.processEnv());
+    processes.push(worker);
+    await worker.waitForLine('workers started');
+    return worker;
+  };
+
+  const updateAll = async () => {
+    for (let i = 0; i < QUERIES / CATEGORIES.length; i++) {
+      // The age tells the patients' submissions apart (the worker's config drops the marker).
+      const record = sampleRecord(`crash-${i}`, {
+        demographics: { age: 30 + i, gender: 'female', race: 'unknown' },
+      });
+      await harness.update(`MRN-CRASH-${i}`, CATEGORIES, record, `ev-${i}`);
+    }
+  };
+
+  /** Every query ends once, completed, each with its own remote job. */
+  const expectAllCompleted = async () => {
+    const events = await eventually(
+      () => harness.delivered(),
+      (delivered) => delivered.length >= QUERIES,
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    expect(events).toHaveLength(QUERIES);
+    expect(events.every((e) => e.status === 'completed')).toBe(true);
+    const keys = events.map((e) => `${e.patient_id}/${e.ccsr_category}`);
+    expect(new Set(keys).size).toBe(QUERIES);
+    expect(new Set(events.map((e) => e.remote_job_id)).size).toBe(QUERIES);
+  };
+
+  it('during leased polls: two other workers finish every query, none submitted twice, no job polled by both at once', async () => {
+    // Slow polls, so that the kill finds some of them in flight (leased, GET under way).
     harness = await PipelineHarness.start({
       latencyMs: [2_000, 4_000],
       faults: { routes: { 'GET /v1/concordance/:job_id': { added_latency_ms: 300 } } },
     });
     const config = crashConfigFile();
-    const first = new CliProcess(['--config', config, 'work'], harness.processEnv());
-    processes.push(first);
-    await first.waitForLine('workers started');
-
-    for (let i = 0; i < QUERIES / CATEGORIES.length; i++) {
-      await harness.update(`MRN-CRASH-${i}`, CATEGORIES, sampleRecord(`crash-${i}`), `ev-${i}`);
-    }
-    // Every query has persisted its remote job id and is polling, some polls in flight.
+    const first = await work(config);
+    await updateAll();
+    // Every query has its remote job stored and waits in the due set of polls, some polls out.
     await eventually(
-      async () => {
-        // Every partition's queue (one without partitions).
-        const jobs = await harness.jobs(['active', 'delayed', 'wait']);
-        return jobs.filter((job) => (job.data as QueryJobData).remoteJobId !== undefined).length;
-      },
+      () => harness.polling(),
       (polling) => polling === QUERIES,
+    );
+    await eventually(
+      async () => (await harness.requests()).filter((r) => r.method === 'GET').length,
+      (gets) => gets > 0,
     );
     expect(await first.stop('SIGKILL')).toBeNull();
 
-    const second = new CliProcess(['--config', config, 'work'], harness.processEnv());
-    processes.push(second);
-    await second.waitForLine('workers started');
-    const events = await eventually(
-      () => harness.delivered(),
-      (delivered) => delivered.length === QUERIES,
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
+    // Two workers at once: each poll is leased by one of them only.
+    const [second, third] = await Promise.all([work(config), work(config)]);
+    await expectAllCompleted();
 
-    expect(events.every((e) => e.status === 'completed')).toBe(true);
-    const keys = events.map((e) => `${e.patient_id}/${e.ccsr_category}`);
-    expect(new Set(keys).size).toBe(QUERIES);
-    const submissions = await harness.submissions();
-    expect(submissions).toHaveLength(QUERIES);
-    const remoteIds = new Set(events.map((e) => e.remote_job_id));
-    expect(remoteIds.size).toBe(QUERIES);
-    expect(second.lines.some((l) => l.includes('query finished'))).toBe(true);
+    expect(await harness.submissions()).toHaveLength(QUERIES);
+    expect(overlappingPolls(await harness.requests())).toEqual([]);
+    expect([second, third].some((w) => w.lines.some((l) => l.includes('query finished')))).toBe(
+      true,
+    );
+  }, 120_000);
+
+  it('during a submission batch: every query completes; only a POST under way at the kill is sent again', async () => {
+    // Slow submissions, so that the kill finds them in flight.
+    harness = await PipelineHarness.start({
+      latencyMs: [200, 400],
+      faults: { routes: { 'POST /v1/concordance': { added_latency_ms: 1_500 } } },
+    });
+    const config = crashConfigFile();
+    const first = await work(config);
+    await updateAll();
+    await eventually(
+      async () => (await harness.submissions()).length,
+      (posts) => posts >= QUERIES / 2,
+    );
+    const killedAt = Date.now();
+    expect(await first.stop('SIGKILL')).toBeNull();
+
+    await work(config);
+    await expectAllCompleted();
+
+    // The documented window: a submission sent but not yet stored when its worker died is sent
+    // again (and counted as a possible duplicate); nothing else is.
+    for (const [key, posts] of submissionsByKey(await harness.submissions())) {
+      expect(posts.length, key).toBeLessThanOrEqual(2);
+      if (posts.length === 2) expect(posts[0]?.received_at, key).toBeLessThan(killedAt);
+    }
   }, 120_000);
 });

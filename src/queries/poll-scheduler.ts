@@ -1,0 +1,343 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { ResultEvent } from '../delivery/result-event.ts';
+import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
+import { adaptiveDelayMs, latencyEstimateMs } from './adaptive-schedule.ts';
+import type { LatencyProfiles } from './latency-profiles.ts';
+import type { PollScheduleOptions } from './poll-schedule.ts';
+import type { LeasedPoll, PollSet, PollWrite, PolledRemoteJob } from './poll-set.ts';
+import {
+  decideBeforePoll,
+  decidePoll,
+  type EndDecision,
+  type ForgetDecision,
+  type LifecycleRules,
+  type PollAnswer,
+  type PollDecision,
+  type PollFacts,
+} from './query-lifecycle.ts';
+import type { QueryJobData } from './query-job.ts';
+import { resultEvent } from './query-outcome.ts';
+
+/** The ports the poll scheduler works through. */
+export interface PollPorts {
+  /** GETs the remote job and classifies the answer (see `pollAnswerOf`). */
+  poll(remoteJobId: string, signal: AbortSignal): Promise<PollAnswer>;
+  /** The hospital's id of a patient (for the result event), if still known. */
+  localIdOf(patientServiceId: string): Promise<string | undefined>;
+  /** Hands finished results to the delivery side, all at once. */
+  deliver(events: ResultEvent[]): Promise<void>;
+  /** Sends queries whose remote job was lost back to submission (durably). */
+  resubmit(queries: QueryJobData[]): Promise<void>;
+  /** Pauses the partition's queries: the service refused the API key. */
+  pauseForAuth(): Promise<void>;
+}
+
+/** How a polled query ended, for the caller's tests and metrics. */
+export interface PolledOutcome {
+  data: QueryJobData;
+  decision: EndDecision | ForgetDecision;
+  eventId: string | null;
+}
+
+export interface PollSchedulerOptions {
+  polls: PollSet;
+  ports: PollPorts;
+  profiles: LatencyProfiles;
+  rules: LifecycleRules;
+  schedule: PollScheduleOptions;
+  /** `queries.polling`. */
+  polling: { interval_ms: number; batch: number; concurrency: number; lease_ms: number };
+  logger: Logger;
+  metrics?: PipelineMetrics;
+  onOutcome?: (outcome: PolledOutcome) => void;
+  /** @defaultValue `Date.now` */
+  now?: () => number;
+}
+
+/** The id of a query's result event when its data predates stored query ids: stable per query. */
+function derivedQueryId(poll: LeasedPoll): string {
+  const h = createHash('sha256').update(`${poll.member}|${poll.remote.remoteJobId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The query's data as the result event and a resubmission need it. */
+function dataOf(poll: LeasedPoll): QueryJobData {
+  const { remote } = poll;
+  return {
+    queryId: remote.queryId ?? derivedQueryId(poll),
+    patientServiceId: poll.patientServiceId,
+    ccsrCategory: poll.ccsrCategory,
+    seq: poll.seq,
+    step: 'polling',
+    ...(poll.triggers === undefined ? {} : { triggers: poll.triggers }),
+    recordVersion: remote.recordVersion,
+    remoteJobId: remote.remoteJobId,
+    submittedAt: remote.submittedAt,
+    polls: remote.polls ?? 0,
+    resubmits: remote.resubmits,
+  };
+}
+
+interface Polled {
+  poll: LeasedPoll;
+  decision: PollDecision;
+  answer: PollAnswer | undefined;
+  at: number;
+}
+
+/**
+ * Polls the submitted queries of one partition (the shape of Sidekiq's scheduled-set poller):
+ * every tick one script leases up to a batch of due polls, the GETs go out concurrently, and one
+ * script writes the outcomes and next due times back. Results are handed to the delivery side
+ * before the write, in one call: a worker that dies in between leaves the polls leased, they come
+ * due again after `lease_ms` and the same events (same ids) are handed over again. No poll is
+ * sent by two workers at once while its lease holds (keep `lease_ms` above a GET's timeout with
+ * its retries).
+ */
+export class PollScheduler {
+  readonly #o: PollSchedulerOptions;
+  readonly #now: () => number;
+  readonly #abort = new AbortController();
+  readonly #batches = new Set<Promise<void>>();
+  #inFlight = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #stopped = false;
+  #failing = false;
+
+  constructor(options: PollSchedulerOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Polls in flight right now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * Leases what is due (as many as free GET slots allow) and starts polling it; resolves once the
+   * lease is taken, with how many were leased. {@link settled} waits for the polls themselves.
+   */
+  async tick(): Promise<number> {
+    const free = this.#o.polling.concurrency - this.#inFlight;
+    if (free <= 0 || this.#stopped) return 0;
+    const now = this.#now();
+    const leased = await this.#o.polls.lease(
+      now,
+      Math.min(this.#o.polling.batch, free),
+      now + this.#o.polling.lease_ms,
+    );
+    if (leased.length === 0) return 0;
+    this.#inFlight += leased.length;
+    const batch = this.#run(leased, now)
+      .catch((err: unknown) => this.#failed(err))
+      .finally(() => {
+        this.#inFlight -= leased.length;
+        this.#batches.delete(batch);
+      });
+    this.#batches.add(batch);
+    return leased.length;
+  }
+
+  /** Resolves once every batch started so far has written its outcomes (or failed). */
+  async settled(): Promise<void> {
+    while (this.#batches.size > 0) await Promise.all([...this.#batches]);
+  }
+
+  /** Ticks every `interval_ms`, at once again while ticks lease a full batch. */
+  start(): void {
+    const run = () => {
+      if (this.#stopped || this.#ticking !== undefined) return;
+      this.#ticking = (async () => {
+        try {
+          while (!this.#stopped && (await this.tick()) >= this.#o.polling.batch);
+          if (this.#failing) {
+            this.#failing = false;
+            this.#o.logger.info('polls are being leased again');
+          }
+        } catch (err) {
+          this.#failed(err);
+        }
+      })().finally(() => {
+        this.#ticking = undefined;
+      });
+    };
+    this.#timer = setInterval(run, this.#o.polling.interval_ms);
+    this.#timer.unref();
+    run();
+  }
+
+  /**
+   * Stops leasing and waits up to `graceMs` for the polls in flight to be written back; those
+   * still out are abandoned (their leases run out and they come due again).
+   */
+  async close(graceMs = 2_000): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    const pending = Promise.all([this.#ticking, this.settled()]);
+    await Promise.race([pending, delay(graceMs, undefined, { ref: false })]);
+    this.#abort.abort(new Error('the poll scheduler is closing'));
+  }
+
+  #failed(err: unknown): void {
+    if (this.#failing) return;
+    this.#failing = true;
+    const e = err as Error;
+    this.#o.logger.warn(
+      { err: { name: e.name, message: e.message } },
+      'polls could not be leased or written; their leases run out and they come due again',
+    );
+  }
+
+  async #run(leased: LeasedPoll[], leasedAt: number): Promise<void> {
+    const { metrics, rules, profiles } = this.#o;
+    await profiles.refresh(leased.map((p) => p.ccsrCategory));
+    const polled = await Promise.all(
+      leased.map(async (poll): Promise<Polled> => {
+        metrics?.pollLateness.observe(Math.max(0, leasedAt - poll.dueAt) / 1_000);
+        const facts: PollFacts = {
+          submittedAt: poll.remote.submittedAt,
+          polls: poll.remote.polls ?? 0,
+          resubmits: poll.remote.resubmits,
+          superseded: poll.submitted > poll.seq,
+          leases: poll.leases,
+        };
+        const before = decideBeforePoll(facts, rules);
+        if (before !== undefined)
+          return { poll, decision: before, answer: undefined, at: leasedAt };
+        const answer = await this.#o.ports.poll(poll.remote.remoteJobId, this.#abort.signal);
+        metrics?.polls.inc({ state: answer.kind === 'pending' ? 'pending' : stateLabel(answer) });
+        const at = this.#now();
+        const profile = profiles.get(poll.ccsrCategory);
+        const decision = decidePoll(facts, answer, rules, at, (polls) =>
+          adaptiveDelayMs(polls, at - poll.remote.submittedAt, profile, this.#o.schedule),
+        );
+        return { poll, decision, answer, at };
+      }),
+    );
+    await this.#carryOut(polled);
+  }
+
+  async #carryOut(polled: Polled[]): Promise<void> {
+    const { ports, logger } = this.#o;
+    const writes: PollWrite[] = [];
+    const ended: { p: Polled; data: QueryJobData; decision: EndDecision | ForgetDecision }[] = [];
+    const resubmit: QueryJobData[] = [];
+    let holdUntil = 0;
+    let authRefused = false;
+    for (const p of polled) {
+      const { poll, decision } = p;
+      switch (decision.kind) {
+        case 'poll_again': {
+          const remote: PolledRemoteJob = {
+            ...poll.remote,
+            polls: decision.polls,
+            lastPollAt: p.at,
+          };
+          writes.push({ kind: 'again', poll, at: decision.at, remote });
+          break;
+        }
+        case 'hold':
+          holdUntil = Math.max(holdUntil, decision.until);
+          if (decision.reason === 'auth_refused') authRefused = true;
+          writes.push({ kind: 'hold', poll, at: decision.until });
+          break;
+        case 'resubmit': {
+          const data = dataOf(poll);
+          resubmit.push({ ...data, step: 'submitting', resubmits: data.resubmits + 1 });
+          writes.push({ kind: 'resubmit', poll });
+          break;
+        }
+        case 'end':
+        case 'forget': {
+          const remoteEnded = p.answer?.kind === 'success' || p.answer?.kind === 'failure';
+          const previous = poll.remote.lastPollAt ?? poll.remote.submittedAt;
+          const latencyMs = remoteEnded
+            ? latencyEstimateMs(poll.remote.submittedAt, previous, p.at)
+            : undefined;
+          writes.push(
+            latencyMs === undefined ? { kind: 'end', poll } : { kind: 'end', poll, latencyMs },
+          );
+          ended.push({ p, data: dataOf(poll), decision });
+          break;
+        }
+      }
+    }
+    if (holdUntil > 0) {
+      const ms = holdUntil - this.#now();
+      if (authRefused) {
+        await ports.pauseForAuth();
+      } else {
+        await this.#o.polls.hold(ms, 'rate_limited');
+        logger.warn({ retry_after_ms: ms }, 'service rate limit: holding the polls');
+      }
+    }
+    const events = await this.#events(ended);
+    if (events.length > 0) await ports.deliver(events.map((e) => e.event));
+    if (resubmit.length > 0) {
+      for (const data of resubmit) {
+        logger.warn(
+          { query_key: `${data.patientServiceId}/${data.ccsrCategory}`, resubmits: data.resubmits },
+          'remote job lost; submitting again',
+        );
+      }
+      await ports.resubmit(resubmit);
+      this.#o.metrics?.resubmissions.inc(resubmit.length);
+    }
+    await this.#o.polls.apply(writes);
+    const info = logger.isLevelEnabled('info');
+    for (const { p, data, decision } of ended) {
+      const eventId = events.find((e) => e.data === data)?.event.id ?? null;
+      this.#o.metrics?.queriesFinished.inc({ outcome: decision.countAs });
+      if (info) {
+        logger.info(
+          {
+            query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
+            remote_job_id: data.remoteJobId,
+            record_version: data.recordVersion,
+            outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
+            error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
+            exec_ms: p.at - (data.submittedAt ?? p.at),
+          },
+          decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',
+        );
+      }
+      this.#o.onOutcome?.({ data, decision, eventId });
+    }
+  }
+
+  async #events(
+    ended: { p: Polled; data: QueryJobData; decision: EndDecision | ForgetDecision }[],
+  ): Promise<{ data: QueryJobData; event: ResultEvent }[]> {
+    const withEvents = ended.filter((e) => e.decision.kind === 'end');
+    return Promise.all(
+      withEvents.map(async ({ data, decision, p }) => {
+        const d = decision as EndDecision;
+        const event = resultEvent(data, {
+          outcome: d.outcome,
+          patientId: (await this.#o.ports.localIdOf(data.patientServiceId)) ?? null,
+          ...(d.concordance === undefined ? {} : { concordance: d.concordance }),
+          ...(d.failure === undefined ? {} : { failure: d.failure }),
+          now: new Date(p.at),
+        });
+        return { data, event };
+      }),
+    );
+  }
+}
+
+function stateLabel(answer: PollAnswer): string {
+  switch (answer.kind) {
+    case 'success':
+      return 'success';
+    case 'failure':
+      return 'failure';
+    case 'lost':
+      return 'lost';
+    default:
+      return 'error';
+  }
+}
