@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { ResultEventSchema, type ResultEvent } from './result-event.ts';
 import { sealOutbound } from './outbound-seal.ts';
@@ -13,8 +14,8 @@ export const OutboundEventSchema = ResultEventSchema.omit({ patient_id: true }).
 });
 export type OutboundEvent = z.infer<typeof OutboundEventSchema>;
 
-/** Replaces `patient_id` by its sealed form under the outbound AES key. */
-export function sealOutboundEvent(event: ResultEvent, aesKey: Buffer): OutboundEvent {
+/** Replaces `patient_id` by its sealed form under the outbound AES key (see `outboundAesKey`). */
+export function sealOutboundEvent(event: ResultEvent, aesKey: KeyObject): OutboundEvent {
   const { patient_id: patientId, ...rest } = event;
   return {
     ...rest,

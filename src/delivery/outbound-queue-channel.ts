@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { sealOutboundEvent, type OutboundEvent } from './outbound-event.ts';
@@ -33,7 +34,7 @@ export class OutboundQueueChannel implements DeliveryChannel {
   readonly name = 'queue';
   readonly queue: Queue<OutboundEvent>;
   readonly #retention: OutboundQueueChannelOptions['retention'];
-  readonly #aesKey: Buffer;
+  readonly #aesKey: KeyObject;
   readonly #metrics: OutboundQueueMetrics | undefined;
   readonly #now: () => number;
   #lastTrim = 0;

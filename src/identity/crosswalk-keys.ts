@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
+import { aesGcmOpen, aesGcmSeal, hkdfKey } from './aes-gcm.ts';
 
 /** The crosswalk secret is unusable: too short, or not base64/hex. */
 export class CrosswalkKeyError extends Error {
@@ -20,9 +21,6 @@ export interface CrosswalkKeys {
   open(sealed: string, context: string): Buffer;
 }
 
-const IV_BYTES = 12;
-const TAG_BYTES = 16;
-
 function decode(secret: string): Buffer {
   const text = secret.trim();
   if (/^[0-9a-f]{64,}$/i.test(text)) return Buffer.from(text, 'hex');
@@ -41,29 +39,22 @@ export function generateCrosswalkSecret(): string {
   return randomBytes(32).toString('base64');
 }
 
-/** Derives the lookup and sealing keys (HKDF-SHA256) from a secret of at least 32 bytes. */
+/**
+ * Derives the lookup and sealing keys (HKDF-SHA256) from a secret of at least 32 bytes, once:
+ * each call of the returned object reuses them.
+ */
 export function deriveCrosswalkKeys(secret: string): CrosswalkKeys {
   const master = decode(secret);
   if (master.length < 32) throw new CrosswalkKeyError('CROSSWALK_KEY must hold at least 32 bytes');
-  const derive = (purpose: string) =>
-    Buffer.from(hkdfSync('sha256', master, Buffer.alloc(0), `concordance-worker ${purpose}`, 32));
-  const hmacKey = derive('lookup v1');
-  const sealKey = derive('seal v1');
+  const hmacKey = hkdfKey(master, 'concordance-worker lookup v1');
+  const sealKey = hkdfKey(master, 'concordance-worker seal v1');
+  master.fill(0);
 
   return {
     lookup: (value) => createHmac('sha256', hmacKey).update(value, 'utf8').digest('base64url'),
-    seal(plaintext, context) {
-      const iv = randomBytes(IV_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', sealKey, iv).setAAD(Buffer.from(context));
-      const body = Buffer.concat([cipher.update(plaintext), cipher.final()]);
-      return Buffer.concat([iv, cipher.getAuthTag(), body]).toString('base64');
-    },
-    open(sealed, context) {
-      const raw = Buffer.from(sealed, 'base64');
-      const decipher = createDecipheriv('aes-256-gcm', sealKey, raw.subarray(0, IV_BYTES))
-        .setAAD(Buffer.from(context))
-        .setAuthTag(raw.subarray(IV_BYTES, IV_BYTES + TAG_BYTES));
-      return Buffer.concat([decipher.update(raw.subarray(IV_BYTES + TAG_BYTES)), decipher.final()]);
-    },
+    seal: (plaintext, context) =>
+      aesGcmSeal(sealKey, plaintext, Buffer.from(context, 'utf8')).toString('base64'),
+    open: (sealed, context) =>
+      aesGcmOpen(sealKey, Buffer.from(sealed, 'base64'), Buffer.from(context, 'utf8')),
   };
 }

@@ -74,7 +74,10 @@ export class Crosswalk {
   }
 
   #forward(localId: string): string {
-    const { lookup, partition } = this.#lookupPartition(localId);
+    return this.#forwardOf(this.#lookupPartition(localId));
+  }
+
+  #forwardOf({ lookup, partition }: { lookup: string; partition: number }): string {
     const space = this.#space;
     return `${typeof space === 'string' ? space : space.prefixAt(partition)}:xw:${lookup}`;
   }
@@ -84,23 +87,27 @@ export class Crosswalk {
   }
 
   /** A new random service id, in the partition of the local id's lookup entry. */
-  #candidate(localId: string): string {
+  #candidate(partition: number): string {
     const space = this.#space;
     if (typeof space === 'string' || space.count === 1) return randomUUID();
-    return space.drawPatientId(this.#lookupPartition(localId).partition);
+    return space.drawPatientId(partition);
   }
 
   /** The service id of a local id, created (a random UUID) on first sight. */
   async resolve(localId: string): Promise<{ patientServiceId: string; created: boolean }> {
-    const candidate = this.#candidate(localId);
-    const sealed = this.#keys.seal(localId, `xw:${candidate}`);
+    const {
+      patientServiceId: candidate,
+      forwardKey,
+      reverseKey,
+      sealedLocalId,
+    } = this.plan(localId);
     const [patientServiceId, created] = (await this.#redis.eval(
       RESOLVE,
       2,
-      this.#forward(localId),
-      this.#reverse(candidate),
+      forwardKey,
+      reverseKey,
       candidate,
-      sealed,
+      sealedLocalId,
     )) as [string, number];
     return { patientServiceId, created: created === 1 };
   }
@@ -111,10 +118,11 @@ export class Crosswalk {
    * script (see `UpdateCommitter`), and only if no entry exists by then.
    */
   plan(localId: string): CrosswalkPlan {
-    const patientServiceId = this.#candidate(localId);
+    const lookup = this.#lookupPartition(localId);
+    const patientServiceId = this.#candidate(lookup.partition);
     return {
       patientServiceId,
-      forwardKey: this.#forward(localId),
+      forwardKey: this.#forwardOf(lookup),
       reverseKey: this.#reverse(patientServiceId),
       sealedLocalId: this.#keys.seal(localId, `xw:${patientServiceId}`),
     };
@@ -122,7 +130,12 @@ export class Crosswalk {
 
   /** The service id of a local id already seen, without creating one. */
   async find(localId: string): Promise<string | undefined> {
-    return (await this.#redis.hget(this.#forward(localId), 'psid')) ?? undefined;
+    return this.#serviceIdAt(this.#forward(localId));
+  }
+
+  /** The service id a lookup entry names (undefined when there is none). */
+  async #serviceIdAt(forwardKey: string): Promise<string | undefined> {
+    return (await this.#redis.hget(forwardKey, 'psid')) ?? undefined;
   }
 
   /**
@@ -153,10 +166,10 @@ export class Crosswalk {
    * id creates a new service id: to the service, a new patient.
    */
   async remove(localId: string): Promise<string | undefined> {
+    const forward = this.#forward(localId);
     for (;;) {
-      const patientServiceId = await this.find(localId);
+      const patientServiceId = await this.#serviceIdAt(forward);
       if (patientServiceId === undefined) return undefined;
-      const forward = this.#forward(localId);
       const reverse = this.#reverse(patientServiceId);
       if (
         forward.slice(0, forward.indexOf(':xw:')) !== reverse.slice(0, reverse.indexOf(':xwr:'))
@@ -170,13 +183,7 @@ export class Crosswalk {
         }
         continue;
       }
-      const removed = await this.#redis.eval(
-        REMOVE,
-        2,
-        this.#forward(localId),
-        this.#reverse(patientServiceId),
-        patientServiceId,
-      );
+      const removed = await this.#redis.eval(REMOVE, 2, forward, reverse, patientServiceId);
       if (removed === 1) return patientServiceId;
     }
   }

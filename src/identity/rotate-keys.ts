@@ -297,8 +297,9 @@ async function rotateOutbound(
   { from, to, queueName }: KeyPair<string> & { queueName: string },
   report: RotationReport,
 ): Promise<void> {
+  // Derived once for every event; a malformed old key fails here, before anything is read.
   const toKey = outboundAesKey(to);
-  outboundAesKey(from); // a malformed old key fails here, before anything is read
+  const fromKey = outboundAesKey(from);
   // One outbound queue, under the configured prefix (partition 0's).
   const queue = new Queue(queueName, { connection: redis, prefix: basePrefix(prefix) });
   const count = report.outbound_events;
@@ -310,7 +311,7 @@ async function rotateOutbound(
       for (const job of jobs) {
         const data: unknown = job.data;
         try {
-          openOutboundEvent(data, to);
+          openOutboundEvent(data, toKey);
           count.already += 1;
           continue;
         } catch {
@@ -318,7 +319,7 @@ async function rotateOutbound(
         }
         let opened;
         try {
-          opened = openOutboundEvent(data, from);
+          opened = openOutboundEvent(data, fromKey);
         } catch {
           count.unreadable += 1;
           continue;

@@ -105,21 +105,17 @@ export class RecordStore {
     );
     return {
       version: Number(version ?? 0),
-      clinical:
-        sealed == null
-          ? emptyClinicalRecord()
-          : ClinicalRecordSchema.parse(this.#open(patientServiceId, sealed, 'clin')),
+      clinical: this.openClinical(patientServiceId, sealed ?? undefined),
     };
   }
 
   /** Replaces the record; returns its new version. */
   async put(patientServiceId: string, record: AssembledPatient, now = new Date()): Promise<number> {
-    const sealed = this.#keys.seal(JSON.stringify(record), `rec:${patientServiceId}`);
     return (await this.#redis.eval(
       PUT,
       1,
       this.#key(patientServiceId),
-      sealed,
+      this.sealRecord(patientServiceId, record),
       now.toISOString(),
     )) as number;
   }
@@ -165,10 +161,7 @@ export class RecordStore {
         'clinical',
       );
       const current = Number(version ?? 0);
-      const record =
-        sealed == null
-          ? emptyClinicalRecord()
-          : ClinicalRecordSchema.parse(this.#open(patientServiceId, sealed, 'clin'));
+      const record = this.openClinical(patientServiceId, sealed ?? undefined);
       const next = applyClinicalChanges(record, changes, current + 1);
       if (!next.changed) return { version: current, changed: false, clinical: record };
       const written = (await this.#redis.eval(
@@ -176,7 +169,7 @@ export class RecordStore {
         1,
         this.#key(patientServiceId),
         current,
-        this.#keys.seal(JSON.stringify(next.record), `clin:${patientServiceId}`),
+        this.sealClinical(patientServiceId, next.record),
         now.toISOString(),
       )) as number;
       if (written !== -1) return { version: written, changed: true, clinical: next.record };

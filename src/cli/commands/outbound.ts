@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
 import { openOutboundEvent } from '../../delivery/open-outbound-event.ts';
+import { outboundAesKey } from '../../delivery/outbound-seal.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { StartupError } from '../../runtime/startup-error.ts';
 
@@ -94,8 +95,9 @@ export function registerOutboundCommand(program: Command): void {
       } else {
         events = eventsIn(await readStdin());
       }
+      const aesKeys = keys.map(outboundAesKey); // once, not per event
       for (const event of events) {
-        process.stdout.write(`${JSON.stringify(openOutboundEvent(event, keys))}\n`);
+        process.stdout.write(`${JSON.stringify(openOutboundEvent(event, aesKeys))}\n`);
       }
     });
 }

@@ -1,0 +1,67 @@
+import fc from 'fast-check';
+import { Webhook } from 'standardwebhooks';
+import { describe, expect, it } from 'vitest';
+import type { ResultEvent } from './result-event.ts';
+import { WebhookSigner } from './webhook-signer.ts';
+
+const event = (id: string, note: string): ResultEvent => ({
+  id,
+  type: 'concordance.completed',
+  created_at: '2026-11-02T08:00:00.000Z',
+  patient_id: 'MRN-0042',
+  patient_service_id: 'psid-1',
+  ccsr_category: 'END002',
+  record_version: 1,
+  triggered_by: { event_ids: ['e1'], count: 1, first_update_at: null, last_update_at: null },
+  remote_job_id: 'job-1',
+  status: 'completed',
+  concordance: { concordant: true, note },
+  error: null,
+  changed: true,
+});
+
+/** Signed by the code before, which signed with the `standardwebhooks` library (commit 8dc7cee). */
+const BEFORE = {
+  secret: 'whsec_AyA9WneUsc7rCCVCX3yZttPwDSpHZIGeu9j1Ei9MaYY=',
+  at: new Date(1_700_000_000_000),
+  event: event('9d3c1f5e-2b4a-4c6d-8e7f-0a1b2c3d4e5f', 'Zoë'),
+  signature: 'v1,JH6szjm78LZD9gXlPyfb9mM3X2VxtqC+UIICD0nQKcw=',
+};
+
+describe('WebhookSigner', () => {
+  it('signs as the earlier code did', () => {
+    const signed = new WebhookSigner(BEFORE.secret).sign(BEFORE.event, BEFORE.at);
+    expect(signed.headers['webhook-signature']).toBe(BEFORE.signature);
+    expect(signed.headers['webhook-timestamp']).toBe('1700000000');
+    expect(signed.headers['webhook-id']).toBe(BEFORE.event.id);
+    expect(JSON.parse(signed.body)).toEqual(BEFORE.event);
+  });
+
+  it('makes the signature of the Standard Webhooks library, which verifies it', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 24, maxLength: 64 }),
+        fc.boolean(),
+        fc.uuid(),
+        fc.string({ unit: 'grapheme' }),
+        fc.integer({ min: 0, max: 4_000_000_000 }),
+        (bytes, padded, id, note, seconds) => {
+          const text = Buffer.from(bytes).toString('base64');
+          const secret = `whsec_${padded ? text : text.replace(/=+$/, '')}`;
+          const at = new Date(seconds * 1_000 + (seconds % 1_000));
+          const signed = new WebhookSigner(secret).sign(event(id, note), at);
+          const library = new Webhook(secret);
+          expect(signed.headers['webhook-signature']).toBe(library.sign(id, at, signed.body));
+        },
+      ),
+    );
+    const now = new Date();
+    const signed = new WebhookSigner(BEFORE.secret).sign(BEFORE.event, now);
+    expect(new Webhook(BEFORE.secret).verify(signed.body, signed.headers)).toEqual(BEFORE.event);
+  });
+
+  it('refuses a secret the library refuses', () => {
+    expect(() => new WebhookSigner('whsec_')).toThrow();
+    expect(() => new WebhookSigner('whsec_not*base64')).toThrow();
+  });
+});
