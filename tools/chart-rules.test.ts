@@ -59,12 +59,13 @@ describe('the alert rules', () => {
     expect(readFileSync(PLAIN_RULES, 'utf8')).toBe(source);
   });
 
-  it('are the ten alerts of the runbook, each with for, severity, summary, description and a runbook anchor that exists', () => {
+  it('are the alerts of the runbook, each with for, severity, summary, description and a runbook anchor that exists', () => {
     const headings = new Set([...README.matchAll(/^### (.+)$/gm)].map((m) => anchor(m[1] ?? '')));
     expect(rules.map((r) => r.alert)).toEqual([
       'ConcordanceWorkerDeadLettersRising',
       'ConcordanceWorkerOldestQueryWaitingTooLong',
       'ConcordanceWorkerPollsLate',
+      'ConcordanceWorkerPollBacklog',
       'ConcordanceWorkerServiceErrors',
       'ConcordanceWorkerServiceRateLimited',
       'ConcordanceWorkerAuthPaused',

@@ -60,8 +60,22 @@ export interface ServiceResponse {
 }
 
 /** What the gauges read on a scrape, added by the roles of one process. */
+/** How full a partition's due set of polls is (see PollSet.depth). */
+export interface PollSetDepth {
+  size: number;
+  due: number;
+  oldestDueAt: number | null;
+}
+
+/** A partition's due set of polls, as the poll gauges read it. */
+export interface WatchedPollSet {
+  partition: number;
+  depth(now: number): Promise<PollSetDepth>;
+}
+
 interface Watched {
   queues: Set<PartitionQueue>;
+  pollSets: Set<WatchedPollSet>;
   /** Probes by queue name (several roles may watch one queue). */
   authPauses: Set<{ queue: string; probe: AuthPauseProbe }>;
   redis: Set<RedisProbe>;
@@ -76,7 +90,7 @@ const watchedBy = new WeakMap<Registry, Watched>();
 function watchedOf(registry: Registry): Watched {
   let watched = watchedBy.get(registry);
   if (watched === undefined) {
-    watched = { queues: new Set(), authPauses: new Set(), redis: new Set() };
+    watched = { queues: new Set(), pollSets: new Set(), authPauses: new Set(), redis: new Set() };
     watchedBy.set(registry, watched);
   }
   return watched;
@@ -140,6 +154,10 @@ export class PipelineMetrics {
   readonly authPaused: Gauge<'queue'>;
   /** 1 when Redis answered a PING on this scrape, else 0. */
   readonly redisUp: Gauge;
+  /** Submitted queries in each partition's due set of polls, by state (`scheduled`, `due`). */
+  readonly pollSetQueries: Gauge<'partition' | 'state'>;
+  /** How long the oldest due poll of each partition has waited past its time (lease lateness). */
+  readonly pollOldestDue: Gauge<'partition'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -372,6 +390,59 @@ export class PipelineMetrics {
           },
         }),
     );
+    // Several roles of a process may watch one partition: the last reading of a partition wins.
+    const readPollSets = async () => {
+      const now = Date.now();
+      const read = await Promise.all(
+        [...watched.pollSets].map(async ({ partition, depth }) => ({
+          partition: String(partition),
+          depth: await within(depth(now), QUEUE_COUNT_TIMEOUT_MS, 'poll set depth').catch(
+            () => null,
+          ),
+        })),
+      );
+      return { now, read };
+    };
+    this.pollSetQueries = reuse(
+      registry,
+      'cw_poll_set_queries',
+      () =>
+        new Gauge({
+          name: 'cw_poll_set_queries',
+          help: "Submitted queries in each partition's due set of polls: `scheduled` (waiting for their time or being polled) and `due` (their time has come: a backlog when it grows); read from Redis on every scrape.",
+          labelNames: ['partition', 'state'],
+          registers,
+          async collect() {
+            const { read } = await readPollSets();
+            this.reset();
+            for (const { partition, depth } of read) {
+              if (depth === null) continue;
+              this.set({ partition, state: 'scheduled' }, depth.size - depth.due);
+              this.set({ partition, state: 'due' }, depth.due);
+            }
+          },
+        }),
+    );
+    this.pollOldestDue = reuse(
+      registry,
+      'cw_poll_oldest_due_seconds',
+      () =>
+        new Gauge({
+          name: 'cw_poll_oldest_due_seconds',
+          help: "Seconds the oldest due poll of each partition has waited past its time (0 when none is due): the poll scheduler's lateness; read from Redis on every scrape.",
+          labelNames: ['partition'],
+          registers,
+          async collect() {
+            const { now, read } = await readPollSets();
+            this.reset();
+            for (const { partition, depth } of read) {
+              if (depth === null) continue;
+              const oldest = depth.oldestDueAt;
+              this.set({ partition }, oldest === null ? 0 : Math.max(0, now - oldest) / 1_000);
+            }
+          },
+        }),
+    );
     const redisProbes = watched.redis;
     this.redisUp = reuse(
       registry,
@@ -407,6 +478,17 @@ export class PipelineMetrics {
     for (const entry of entries) this.#watched.queues.add(entry);
     return () => {
       for (const entry of entries) this.#watched.queues.delete(entry);
+    };
+  }
+
+  /**
+   * Adds partitions' due sets of polls to `cw_poll_set_queries` and `cw_poll_oldest_due_seconds`;
+   * returns a function that takes them out again.
+   */
+  watchPollSets(...sets: WatchedPollSet[]): () => void {
+    for (const set of sets) this.#watched.pollSets.add(set);
+    return () => {
+      for (const set of sets) this.#watched.pollSets.delete(set);
     };
   }
 

@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
-import { removeDueQueriesOf } from '../queries/query-outbox.ts';
+import { pollSetKey } from '../queries/poll-set.ts';
+import { removeDueQueriesOf, removeMembersOf } from '../queries/query-outbox.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { globLiteral, scanKeys } from './redis-keys.ts';
 
@@ -64,7 +65,7 @@ export class PatientQueryJobs {
   }
 
   /**
-   * Removes the patient's queries from the due set, and its jobs: `not_started` only those that have not begun (an opt-out), `all`
+   * Removes the patient's queries from the due sets (of new queries and of polls), and its jobs: `not_started` only those that have not begun (an opt-out), `all`
    * also finished ones, whose data and results the queue keeps for a while (a purge). A job a
    * worker holds is left to end; it is counted in `inFlight`.
    */
@@ -72,6 +73,8 @@ export class PatientQueryJobs {
     // Queries ingest opened that no worker has queued yet (the due set) never start either.
     const { prefix, queue } = this.#of(patientServiceId);
     let removed = await removeDueQueriesOf(this.#redis, prefix, patientServiceId);
+    // Submitted queries waiting for a poll are not polled again (nor is their result delivered).
+    removed += await removeMembersOf(this.#redis, pollSetKey(prefix), patientServiceId);
     let inFlight = 0;
     for (const id of await this.ids(patientServiceId)) {
       const state = await queue.getJobState(id);

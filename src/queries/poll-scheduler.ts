@@ -17,7 +17,7 @@ import {
   type PollDecision,
   type PollFacts,
 } from './query-lifecycle.ts';
-import type { QueryJobData } from './query-job.ts';
+import { queryJobId, type QueryJobData } from './query-job.ts';
 import { resultEvent } from './query-outcome.ts';
 
 /** The ports the poll scheduler works through. */
@@ -110,6 +110,11 @@ export class PollScheduler {
   constructor(options: PollSchedulerOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** How full the partition's due set of polls is (for the poll gauges). */
+  depth(now: number): ReturnType<PollSet['depth']> {
+    return this.#o.polls.depth(now);
   }
 
   /** Polls in flight right now. */
@@ -296,6 +301,9 @@ export class PollScheduler {
         logger.info(
           {
             query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
+            // The id ingest answered with for this query (its `job_id`).
+            job_id: queryJobId(data.patientServiceId, data.ccsrCategory, data.seq),
+            query_id: data.queryId,
             remote_job_id: data.remoteJobId,
             record_version: data.recordVersion,
             outcome: decision.kind === 'end' ? decision.outcome : 'superseded',

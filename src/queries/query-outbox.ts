@@ -54,7 +54,18 @@ export async function removeDueQueriesOf(
   prefix: string,
   patientServiceId: string,
 ): Promise<number> {
-  const key = queryOutboxKey(prefix);
+  return removeMembersOf(redis, queryOutboxKey(prefix), patientServiceId);
+}
+
+/**
+ * Removes a patient's members (`<patient_service_id>|…`) from a sorted set of queries (the due set
+ * of new queries, the due set of polls). Returns how many were removed.
+ */
+export async function removeMembersOf(
+  redis: RedisClient,
+  key: string,
+  patientServiceId: string,
+): Promise<number> {
   const members: string[] = [];
   let cursor = '0';
   do {

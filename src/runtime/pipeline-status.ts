@@ -6,6 +6,7 @@ import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
 import { QUEUE_JOB_STATES } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { Partitions } from '../queues/partitions.ts';
+import { holdKey, PollSet } from '../queries/poll-set.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { topUnmappedProblems, type UnmappedCode } from '../terminology/unmapped-problems.ts';
@@ -39,6 +40,17 @@ export interface PipelineStatus {
   unmapped_problems: UnmappedCode[];
   /** (patient, category) queries waiting for the patient's birth date (DemographicsWait). */
   waiting_for_demographics: { count: number };
+  /**
+   * Submitted queries in each partition's due set of polls: how many, how many are due, how late
+   * the oldest due one is, and the rate-limit hold on the partition's polls (ms left), if any.
+   */
+  polls: {
+    partition: number;
+    queries: number;
+    due: number;
+    oldest_due_ms: number | null;
+    held_ms: number | null;
+  }[];
 }
 
 export interface ReadStatusOptions {
@@ -154,6 +166,19 @@ export async function readPipelineStatus({
       waiting_for_demographics: {
         count: await new DemographicsWait({ redis, prefix: partitions }).count(),
       },
+      polls: await Promise.all(
+        partitions.prefixes.map(async (p, partition) => {
+          const polls = new PollSet({ redis, prefix: p, holdKey: holdKey(p), pauseKey: '' });
+          const [depth, held] = await Promise.all([polls.depth(at), redis.pttl(holdKey(p))]);
+          return {
+            partition,
+            queries: depth.size,
+            due: depth.due,
+            oldest_due_ms: depth.oldestDueAt === null ? null : Math.max(0, at - depth.oldestDueAt),
+            held_ms: held > 0 ? held : null,
+          };
+        }),
+      ),
     };
   } finally {
     await Promise.all(queues.map(({ queue }) => queue.close()));

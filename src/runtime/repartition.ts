@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
+import { pollSetKey } from '../queries/poll-set.ts';
 import { queryOutboxKey } from '../queries/query-outbox.ts';
 import type { Partitions } from '../queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
@@ -68,6 +69,8 @@ export async function repartitionBlockers(
   for (const prefix of from.prefixes) {
     const due = await redis.zcard(queryOutboxKey(prefix));
     if (due > 0) blockers.push(`${prefix} has ${due} due quer(ies) not yet queued`);
+    const polled = await redis.zcard(pollSetKey(prefix));
+    if (polled > 0) blockers.push(`${prefix} has ${polled} submitted quer(ies) still polled`);
     const lines = await redis.scard(`${prefix}:webhook:keys`);
     if (lines > 0) blockers.push(`${prefix} has ${lines} webhook line(s) waiting`);
     const waiting = await redis.zcard(`${prefix}:waitdemo`);

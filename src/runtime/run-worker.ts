@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
 import type { Logger } from '../observability/logger.ts';
+import type { WatchedPollSet } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { redisAnswers, workerConnection } from '../queues/redis-connections.ts';
 import { createServiceClient } from '../service/create-service-client.ts';
@@ -159,6 +160,7 @@ export async function runWorker(
   const start = async () => {
     await redisReady(redis, stopping.signal);
     const served: { queue: QueueWorker['queue']; partition: number }[] = [];
+    const pollSets: WatchedPollSet[] = [];
     const add = (entry: QueueWorker, partition: number) => {
       outages.listen(entry.name, entry.worker, entry.queue);
       registry.add(entry);
@@ -168,24 +170,23 @@ export async function runWorker(
     for (const p of servedPartitions(config)) {
       const prefix = partitions.prefixAt(p);
       const log = partitions.count > 1 ? logger.child({ partition: p }) : logger;
-      add(
-        await initConcordanceQueries({
-          connection: redis,
-          prefix,
-          keySpace: partitions,
-          config,
-          client,
-          state: context.state,
-          records: context.records,
-          crosswalk: context.crosswalk,
-          // The router counts every channel's deliveries (the webhook worker its own attempts).
-          sink: delivery.router,
-          logger: log,
-          metrics,
-          demographics,
-        }),
-        p,
-      );
+      const queries = await initConcordanceQueries({
+        connection: redis,
+        prefix,
+        keySpace: partitions,
+        config,
+        client,
+        state: context.state,
+        records: context.records,
+        crosswalk: context.crosswalk,
+        // The router counts every channel's deliveries (the webhook worker its own attempts).
+        sink: delivery.router,
+        logger: log,
+        metrics,
+        demographics,
+      });
+      add(queries, p);
+      pollSets.push({ partition: p, depth: (now) => queries.poller.depth(now) });
       if (config.delivery.webhook.url !== null) {
         add(
           await initWebhookDeliveries({
@@ -208,6 +209,7 @@ export async function runWorker(
     }
     // Every queue this process knows, read on each scrape.
     const unwatchQueues = metrics.watchQueues(...served, ...outboundQueues);
+    const unwatchPolls = metrics.watchPollSets(...pollSets);
     const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
     // cw_queue_auth_paused: the flag a worker sets when the service refuses the API key.
     const unwatchPauses = registry.entries.map(({ queue }) => {
@@ -216,6 +218,7 @@ export async function runWorker(
     });
     unwatch = () => {
       unwatchQueues();
+      unwatchPolls();
       for (const stop of [...unwatchLag, ...unwatchPauses]) stop();
     };
     logger.info(

@@ -65,6 +65,14 @@ export function statusTable(status: PipelineStatus): string {
     '',
     `dead letters: ${status.dead_letters.count}`,
     `queries waiting for a birth date: ${status.waiting_for_demographics.count}`,
+    ...status.polls.map(
+      (p) =>
+        `submitted queries being polled${status.partitions > 1 ? ` (partition ${p.partition})` : ''}: ${p.queries}, due ${p.due}` +
+        (p.oldest_due_ms === null
+          ? ''
+          : `, oldest due ${Math.round(p.oldest_due_ms / 1_000)} s ago`) +
+        (p.held_ms === null ? '' : `, held ${Math.ceil(p.held_ms / 1_000)} s for a rate limit`),
+    ),
     ...unmapped,
     status.partitions > 1
       ? `(Redis prefix ${status.prefix}, ${status.partitions} partitions, ${status.generated_at})`
