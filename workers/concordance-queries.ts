@@ -272,7 +272,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     hold: HoldDecision,
   ): Promise<never> {
     if (hold.reason === 'rate_limited') {
-      const ms = Math.max(1, hold.until - now());
+      const ms = hold.ms;
       logFor(job, data).warn({ retry_after_ms: ms }, 'service rate limit: holding the queue');
       await queue.rateLimit(ms);
       throw new RateLimitError();

@@ -130,11 +130,15 @@ export class PollScheduler {
     const free = this.#o.polling.concurrency - this.#inFlight;
     if (free <= 0 || this.#stopped) return 0;
     const now = this.#now();
-    const leased = await this.#o.polls.lease(
-      now,
-      Math.min(this.#o.polling.batch, free),
-      now + this.#o.polling.lease_ms,
-    );
+    // The slots are taken before the lease, so that ticks running at once never over-lease.
+    const limit = Math.min(this.#o.polling.batch, free);
+    this.#inFlight += limit;
+    let leased: LeasedPoll[];
+    try {
+      leased = await this.#o.polls.lease(now, limit, now + this.#o.polling.lease_ms);
+    } finally {
+      this.#inFlight -= limit;
+    }
     if (leased.length === 0) return 0;
     this.#inFlight += leased.length;
     const batch = this.#run(leased, now)
@@ -199,7 +203,8 @@ export class PollScheduler {
 
   async #run(leased: LeasedPoll[], leasedAt: number): Promise<void> {
     const { metrics, rules, profiles } = this.#o;
-    await profiles.refresh(leased.map((p) => p.ccsrCategory));
+    // A profile that cannot be read now keeps its last copy (or the configured schedule).
+    await profiles.refresh(leased.map((p) => p.ccsrCategory)).catch(() => undefined);
     const polled = await Promise.all(
       leased.map(async (poll): Promise<Polled> => {
         metrics?.pollLateness.observe(Math.max(0, leasedAt - poll.dueAt) / 1_000);
@@ -231,7 +236,7 @@ export class PollScheduler {
     const writes: PollWrite[] = [];
     const ended: { p: Polled; data: QueryJobData; decision: EndDecision | ForgetDecision }[] = [];
     const resubmit: QueryJobData[] = [];
-    let holdUntil = 0;
+    let holdMs = 0;
     let authRefused = false;
     for (const p of polled) {
       const { poll, decision } = p;
@@ -246,7 +251,7 @@ export class PollScheduler {
           break;
         }
         case 'hold':
-          holdUntil = Math.max(holdUntil, decision.until);
+          holdMs = Math.max(holdMs, decision.ms);
           if (decision.reason === 'auth_refused') authRefused = true;
           writes.push({ kind: 'hold', poll, at: decision.until });
           break;
@@ -271,8 +276,8 @@ export class PollScheduler {
         }
       }
     }
-    if (holdUntil > 0) {
-      const ms = holdUntil - this.#now();
+    if (holdMs > 0) {
+      const ms = holdMs;
       if (authRefused) {
         await ports.pauseForAuth();
       } else {

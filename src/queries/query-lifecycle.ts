@@ -58,6 +58,8 @@ export interface ResubmitDecision {
 export interface HoldDecision {
   kind: 'hold';
   reason: 'rate_limited' | 'auth_refused';
+  /** How long (the service's Retry-After, or the configured wait). */
+  ms: number;
   until: number;
 }
 
@@ -223,7 +225,7 @@ function holdFor(
     reason === 'auth_refused'
       ? rules.authPauseMs
       : (retryAfterMs ?? rules.rateLimitMs ?? DEFAULT_RATE_LIMIT_MS);
-  return { kind: 'hold', reason, until: now + ms };
+  return { kind: 'hold', reason, ms, until: now + ms };
 }
 
 /** What is known of a submitted query when it comes due for a poll. */
