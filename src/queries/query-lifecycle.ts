@@ -274,6 +274,7 @@ export type PollAnswer =
 /**
  * What follows a poll. `nextDelayMs(polls)` is the schedule's delay before the poll numbered
  * `polls` (see the adaptive schedule); a Retry-After sent with a pending answer wins over it.
+ * The next poll is at least 1 ms later and never after the deadline.
  */
 export function decidePoll(
   facts: PollFacts,
@@ -315,7 +316,9 @@ export function decidePoll(
         answer.kind === 'pending' && answer.retryAfterMs !== undefined
           ? answer.retryAfterMs
           : nextDelayMs(polls);
-      return { kind: 'poll_again', at: Math.min(deadline, now + delay), polls };
+      // A `Retry-After: 0` (or a past date) still moves the poll forward: it is written back as
+      // due later than the poll that was just made.
+      return { kind: 'poll_again', at: Math.min(deadline, now + Math.max(1, delay)), polls };
     }
   }
 }

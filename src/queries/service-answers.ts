@@ -5,6 +5,8 @@ import { ServiceAuthError } from '../service/errors/service-auth-error.ts';
 import { ServiceError } from '../service/errors/service-error.ts';
 import { ServiceNotFoundError } from '../service/errors/service-not-found-error.ts';
 import { ServiceRateLimitedError } from '../service/errors/service-rate-limited-error.ts';
+import { ServiceTimeoutError } from '../service/errors/service-timeout-error.ts';
+import { ServiceUnavailableError } from '../service/errors/service-unavailable-error.ts';
 import { ServiceValidationError } from '../service/errors/service-validation-error.ts';
 import type { PollAnswer, SubmitFailure } from './query-lifecycle.ts';
 import { isResultErrorCode, type ResultErrorCode } from './result-error-codes.ts';
@@ -69,12 +71,23 @@ export function submitFailureOf(err: unknown): SubmitFailure | undefined {
     : { kind: 'permanent', code, message: err.message };
 }
 
+/** Network errors raised before a connection exists (refused, no address, no route). */
+const NEVER_CONNECTED: ReadonlySet<unknown> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+]);
+
 /**
  * True when a submission failed without any answer in a way that may have let it reach the
- * service (a timeout, a reset connection): a refused connection never reached it.
+ * service (a timeout, a reset connection): a refused connection, a failed name lookup and
+ * arguments the client refused before sending never reached it.
  */
 export function mayHaveReachedService(err: unknown): boolean {
-  if (!(err instanceof ServiceError) || err.status !== undefined) return false;
+  if (!(err instanceof ServiceTimeoutError || err instanceof ServiceUnavailableError)) return false;
+  if (err.status !== undefined) return false;
   const cause = err.cause as { code?: unknown } | undefined;
-  return cause?.code !== 'ECONNREFUSED' && cause?.code !== 'ENOTFOUND';
+  return !NEVER_CONNECTED.has(cause?.code);
 }
