@@ -68,6 +68,7 @@ const SUPERSEDED_END = ending(
 const held = (reason: HoldDecision['reason'], ms: number): HoldDecision => ({
   kind: 'hold',
   reason,
+  ms,
   until: NOW + ms,
 });
 const FORGET = { kind: 'forget', countAs: 'superseded' };
