@@ -2,13 +2,13 @@ import { Queue } from 'bullmq';
 import type { OutboundEvent } from '../../src/delivery/outbound-event.ts';
 import { QueryJobDataSchema } from '../../src/queries/query-job.ts';
 import {
-  API_KEY,
   benchPrefix,
   configFor,
   forEachLimit,
   preparePatients,
   producer,
   scheduleQueries,
+  simulatorJob,
   startBenchSimulator,
   startWorker,
   until,
@@ -154,11 +154,7 @@ async function runLine(
       await forEachLimit(events, 16, async (job) => {
         const event = job.data;
         if (event.status !== 'completed' || event.remote_job_id === null) return;
-        const response = await fetch(`${simulatorUrl}/_admin/jobs/${event.remote_job_id}`, {
-          headers: { 'x-admin-key': API_KEY },
-        });
-        if (!response.ok) throw new Error(`GET /_admin/jobs answered ${response.status}`);
-        const timeline = (await response.json()) as { finishes_at: string };
+        const timeline = await simulatorJob(simulatorUrl, event.remote_job_id);
         lags.push(Date.parse(event.created_at) - Date.parse(timeline.finishes_at));
         const count = pollsByRemote.get(event.remote_job_id);
         if (count !== undefined) polls.push(count);
