@@ -1,22 +1,12 @@
-import { Queue } from 'bullmq';
 import { OutboundEventSchema } from '../../src/delivery/outbound-event.ts';
 import {
-  benchPrefix,
   CATEGORY,
-  configFor,
   forEachLimit,
-  preparePatients,
-  producer,
-  scheduleQueries,
   simulatorJob,
   startBenchSimulator,
-  startWorker,
-  until,
-  workerEnv,
-  writeConfig,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { clearRedis } from '../support/processes.ts';
+import { startWorkerLine } from '../support/worker-line.ts';
 import { quantile, round, summarize, type Summary } from '../support/stats.ts';
 
 /** Remote job durations, uniform between the bounds (milliseconds). */
@@ -138,17 +128,10 @@ export async function detectionScenario(
   };
 }
 
-function withP95(values: readonly number[]): Summary & { p95: number | null } {
-  return {
-    ...summarize(values, 0),
-    p95: round(
-      quantile(
-        [...values].sort((a, b) => a - b),
-        0.95,
-      ),
-      0,
-    ),
-  };
+/** The summary of a sample with its p95 too, rounded to `digits`. */
+function withP95(values: readonly number[], digits = 0): Summary & { p95: number | null } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { ...summarize(sorted, digits), p95: round(quantile(sorted, 0.95), digits) };
 }
 
 async function runLine(
@@ -156,50 +139,40 @@ async function runLine(
   settings: DetectionSettings,
   spec: LineSpec,
 ): Promise<DetectionLine> {
-  const prefix = benchPrefix(ctx, spec.name);
   const simulator = await startBenchSimulator(ctx, {
     minMs: spec.latency.min,
     maxMs: spec.latency.max,
   });
-  const configPath = writeConfig(ctx, spec.name, { debounce_ms: 10 });
-  const config = configFor(configPath, workerEnv(ctx, prefix, simulator.url, 0));
-  const p = producer(ctx, config);
   try {
     const total = settings.learningQueries + settings.measuredQueries;
-    const patients = await preparePatients(p, total, `${spec.name}-MRN`);
-    const worker = await startWorker(ctx, `${spec.name} worker`, {
-      configPath,
-      prefix,
+    const line = await startWorkerLine(ctx, {
+      name: spec.name,
+      queries: { debounce_ms: 10 },
       simulatorUrl: simulator.url,
-    });
-    const outbound = new Queue(config.delivery.outbound_queue.name, {
-      connection: p.context.redis,
-      prefix,
+      patients: total,
     });
     try {
       // Generous: the slowest job, then as long again for a poll schedule that backs off.
       const timeoutMs = 2 * spec.latency.max + 120_000;
       const batch = async (list: readonly string[], resultsWanted: number, what: string) => {
         const t0 = Date.now();
-        await scheduleQueries(p, list);
-        const t1 = await until(async () => (await outbound.getWaitingCount()) >= resultsWanted, {
-          everyMs: 250,
+        const t1 = await line.run(list, resultsWanted, {
           timeoutMs,
           what: `every result of the ${what} batch (${spec.line})`,
         });
         return round((t1 - t0) / 1_000, 1) ?? 0;
       };
       const learningSeconds = await batch(
-        patients.slice(0, settings.learningQueries),
+        line.patients.slice(0, settings.learningQueries),
         settings.learningQueries,
         'learning',
       );
       ctx.say(`detection: ${spec.line}: learning batch done in ${learningSeconds} s`);
-      const measuredPatients = new Set(patients.slice(settings.learningQueries));
+      const measuredPatients = new Set(line.patients.slice(settings.learningQueries));
       const measuredSeconds = await batch([...measuredPatients], total, 'measured');
       ctx.say(`detection: ${spec.line}: measured batch done in ${measuredSeconds} s`);
 
-      const events = (await outbound.getJobs(['wait'], 0, -1))
+      const events = (await line.outbound.getJobs(['wait'], 0, -1))
         .map((job) => OutboundEventSchema.parse(job.data))
         .filter((event) => measuredPatients.has(event.patient_service_id));
       const polls: number[] = [];
@@ -233,22 +206,13 @@ async function runLine(
         polls_per_query: summarize(polls, 2),
         detection_lag_ms: lag,
         event_lag_ms: withP95(eventLags),
-        lag_fraction_of_job_duration_p95: round(
-          quantile(
-            fractions.sort((a, b) => a - b),
-            0.95,
-          ),
-          3,
-        ),
+        lag_fraction_of_job_duration_p95: withP95(fractions, 3).p95,
         lag_p95_fraction_of_nominal: lag.p95 === null ? null : round(lag.p95 / spec.nominalMs, 3),
       };
     } finally {
-      await outbound.close();
-      await worker.stop();
+      await line.close();
     }
   } finally {
-    await p.close();
     await simulator.close();
-    await clearRedis(ctx.redis, prefix);
   }
 }
