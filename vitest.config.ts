@@ -8,6 +8,7 @@ export default defineConfig({
       'test/**/*.test.ts',
       'chaos/**/*.test.ts',
       'tools/**/*.test.ts',
+      'bench/**/*.test.ts',
     ],
     globalSetup: ['test/support/global-setup.ts'],
     testTimeout: 60_000,

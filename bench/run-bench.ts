@@ -1,7 +1,8 @@
 /**
- * `npm run bench`: ingest, pipeline, in-flight and polling-cost figures of concordance-worker on
- * this machine. Progress and a readable table go to stderr; stdout gets exactly one line, the
- * JSON document (also written to bench-output/bench.json), so `npm run -s bench | jq .` works.
+ * `npm run bench`: ingest, pipeline, in-flight, polling-cost and detection figures of
+ * concordance-worker on this machine. Progress, a readable table and the summary go to stderr;
+ * stdout gets exactly one line, the JSON document (also written to bench-output/bench.json), with
+ * the headline figures in its `summary`, so `npm run -s bench | jq .summary` works.
  *
  *   node bench/run-bench.ts [--only ingest,pipeline,inflight,polling] [--inflight N] [--quick] ...
  */
@@ -13,6 +14,11 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
 import { clusterScenario, DEFAULT_CLUSTER, type ClusterResult } from './scenarios/cluster.ts';
+import {
+  DEFAULT_DETECTION,
+  detectionScenario,
+  type DetectionResult,
+} from './scenarios/detection.ts';
 import { DEFAULT_INFLIGHT, inflightScenario, type InflightResult } from './scenarios/inflight.ts';
 import { DEFAULT_INGEST, ingestScenario, type IngestResult } from './scenarios/ingest.ts';
 import { DEFAULT_MLLP, mllpScenario, type MllpResult } from './scenarios/mllp.ts';
@@ -24,9 +30,18 @@ import {
 } from './scenarios/polling-cost.ts';
 import type { BenchContext } from './support/fixtures.ts';
 import { benchRedis, Cleanup, clearRedis } from './support/processes.ts';
+import { buildSummary } from './support/summary.ts';
 import { fmt, renderTable, type TableRow } from './support/table.ts';
 
-const SCENARIOS = ['ingest', 'mllp', 'pipeline', 'inflight', 'polling', 'cluster'] as const;
+const SCENARIOS = [
+  'ingest',
+  'mllp',
+  'pipeline',
+  'inflight',
+  'polling',
+  'detection',
+  'cluster',
+] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
 const USAGE = `usage: node bench/run-bench.ts [options]
@@ -42,6 +57,9 @@ const USAGE = `usage: node bench/run-bench.ts [options]
   --mllp-connections N   MLLP connections sending back to back (default ${DEFAULT_MLLP.connections})
   --mllp-seconds S       length of the MLLP run (default ${DEFAULT_MLLP.seconds})
   --polling N            queries per poll schedule in the polling-cost scenario (default ${DEFAULT_POLLING_COST.queries})
+  --detection-latency S  L, the remote job latency of the detection scenario's first line (default ${DEFAULT_DETECTION.latencyMs / 1000})
+  --detection N          measured queries per detection line (default ${DEFAULT_DETECTION.measuredQueries})
+  --detection-learning N learning queries run first per detection line (default ${DEFAULT_DETECTION.learningQueries})
   --cluster N            queries per run of the cluster scenario (default ${DEFAULT_CLUSTER.queries})
   --cluster-concurrency N  worker concurrency of each cluster-scenario run, split over its partitions (default ${DEFAULT_CLUSTER.concurrency})
   --quick                small sizes everywhere (a smoke run of about a minute)
@@ -83,6 +101,7 @@ interface Results {
   pipeline?: PipelineResult;
   in_flight?: InflightResult;
   polling_cost?: PollingCostResult;
+  detection?: DetectionResult;
   cluster?: ClusterResult;
 }
 
@@ -158,6 +177,12 @@ function tableRows(results: Results): TableRow[] {
         value: fmt(pipeline.ratio, 3),
         setup: 'each query is two job activations and two HTTP calls',
       },
+      {
+        scenario: 'pipeline',
+        figure: 'worker CPU per query / job',
+        value: `${fmt(pipeline.pipeline.worker_cpu_ms_per_query, 2)} / ${fmt(pipeline.bullmq_noop.worker_cpu_ms_per_job, 3)} ms`,
+        setup: 'user + system of the worker child / of the no-op worker child, over each run',
+      },
     );
   }
   if (inflight) {
@@ -176,6 +201,7 @@ function tableRows(results: Results): TableRow[] {
         value: fmt(inflight.worker_rss_mib.all_submitted, 0, 'MiB'),
         setup:
           `all submitted; idle before ${fmt(inflight.worker_rss_mib.idle, 0)} MiB, ` +
+          `max while submitting ${fmt(inflight.worker_rss_mib.max_while_submitting, 0)} MiB, ` +
           `max in window ${fmt(inflight.worker_rss_mib.max_in_window, 0)} MiB, heap used ${fmt(inflight.worker_heap_used_mib, 0)} MiB`,
       },
       {
@@ -244,6 +270,32 @@ function tableRows(results: Results): TableRow[] {
       },
     );
   }
+  if (results.detection) {
+    for (const line of [results.detection.latency, results.detection.spread]) {
+      const setup = `${line.line}; ${line.completed} measured after ${results.detection.settings.learningQueries} learning, default schedule`;
+      const lag = line.detection_lag_ms;
+      rows.push(
+        {
+          scenario: 'detection',
+          figure: 'polls per query (mean)',
+          value: fmt(line.polls_per_query.mean, 2),
+          setup,
+        },
+        {
+          scenario: 'detection',
+          figure: 'lag p50 / p95',
+          value: `${fmt((lag.p50 ?? NaN) / 1000, 2)} / ${fmt((lag.p95 ?? NaN) / 1000, 2)} s`,
+          setup: `${line.line}: first GET that found the job finished - its end`,
+        },
+        {
+          scenario: 'detection',
+          figure: 'lag p95 / L, per job',
+          value: `${fmt(line.lag_p95_fraction_of_nominal, 3)}, ${fmt(line.lag_fraction_of_job_duration_p95, 3)}`,
+          setup: `${line.line}: p95(lag) / nominal latency; p95 of each lag / its job's duration`,
+        },
+      );
+    }
+  }
   if (polling) {
     for (const line of polling.lines) {
       const sched = `${line.schedule}: ${line.poll.first_delay_ms / 1000} s x${line.poll.factor} cap ${line.poll.max_delay_ms / 1000} s ±${line.poll.jitter * 100} %`;
@@ -279,6 +331,9 @@ async function main(): Promise<void> {
       'ingest-seconds': { type: 'string' },
       'ingest-clients': { type: 'string' },
       polling: { type: 'string' },
+      detection: { type: 'string' },
+      'detection-latency': { type: 'string' },
+      'detection-learning': { type: 'string' },
       cluster: { type: 'string' },
       'cluster-concurrency': { type: 'string' },
       'mllp-connections': { type: 'string' },
@@ -352,6 +407,26 @@ async function main(): Promise<void> {
     queries: intOption(values.polling, quick ? 30 : DEFAULT_POLLING_COST.queries, 'polling'),
     jobLatencyMs: quick ? { min: 1_000, max: 8_000 } : DEFAULT_POLLING_COST.jobLatencyMs,
   };
+  const detection = {
+    ...DEFAULT_DETECTION,
+    latencyMs:
+      intOption(
+        values['detection-latency'],
+        (quick ? 6_000 : DEFAULT_DETECTION.latencyMs) / 1_000,
+        'detection-latency',
+      ) * 1_000,
+    spreadMs: quick ? { min: 1_000, max: 8_000 } : DEFAULT_DETECTION.spreadMs,
+    learningQueries: intOption(
+      values['detection-learning'],
+      quick ? 20 : DEFAULT_DETECTION.learningQueries,
+      'detection-learning',
+    ),
+    measuredQueries: intOption(
+      values.detection,
+      quick ? 40 : DEFAULT_DETECTION.measuredQueries,
+      'detection',
+    ),
+  };
 
   const clusterSettings = {
     ...DEFAULT_CLUSTER,
@@ -422,9 +497,16 @@ async function main(): Promise<void> {
       await reset();
       results.in_flight = await inflightScenario(ctx, inflight);
     }
-    if (runs('polling')) {
+    if (runs('polling') || runs('detection')) {
+      // Both mostly wait on remote jobs (few queries, seconds of latency): side by side they save
+      // minutes, and neither's figures (polls, lags of seconds) feel the other's load.
       await reset();
-      results.polling_cost = await pollingCostScenario(ctx, polling);
+      const [pollingResult, detectionResult] = await Promise.all([
+        runs('polling') ? pollingCostScenario(ctx, polling) : undefined,
+        runs('detection') ? detectionScenario(ctx, detection) : undefined,
+      ]);
+      if (pollingResult) results.polling_cost = pollingResult;
+      if (detectionResult) results.detection = detectionResult;
     }
     if (runs('cluster')) {
       await reset();
@@ -432,11 +514,13 @@ async function main(): Promise<void> {
     }
 
     const cpus = os.cpus();
+    const summary = buildSummary(results, { quick });
     const document = {
       benchmark: 'concordance-worker',
       started_at: new Date(started).toISOString(),
       wall_seconds: Math.round((Date.now() - started) / 100) / 10,
       command: `node bench/run-bench.ts ${process.argv.slice(2).join(' ')}`.trim(),
+      summary,
       machine: {
         cpus: cpus.length,
         cpu_model: cpus[0]?.model ?? 'unknown',
@@ -462,7 +546,8 @@ async function main(): Promise<void> {
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
     process.stderr.write(
-      `\n${renderTable(tableRows(results))}\n\nwall time ${document.wall_seconds} s; JSON in ${out}\n`,
+      `\n${renderTable(tableRows(results))}\n\nsummary ${JSON.stringify(summary, null, 2)}\n` +
+        `\nwall time ${document.wall_seconds} s; JSON in ${out}\n`,
     );
     process.stdout.write(`${json}\n`);
   } finally {

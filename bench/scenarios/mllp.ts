@@ -132,7 +132,8 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
   const client = new KeepAliveClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
   const senders: MllpSender[] = [];
   try {
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
+    // /healthz answers as soon as it listens; /readyz once Redis is reached (the routes 503 until then).
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, proc);
     ctx.say(`mllp: registering ${settings.patients} presets`);
     const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-HL7-${i}`);
     await forEachLimit(patients, 16, async (id) => {

@@ -16,7 +16,7 @@ import {
   writeConfig,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { ChildProc, clearRedis, waitForLine } from '../support/processes.ts';
+import { ChildProc, clearRedis, cpuMeter, waitForLine } from '../support/processes.ts';
 import { round } from '../support/stats.ts';
 
 export interface PipelineSettings {
@@ -39,8 +39,18 @@ export interface PipelineResult {
     queries_per_s: number | null;
     remote_jobs_submitted: number;
     failed_jobs: number;
+    /** CPU (user + system) of the worker child from the first schedule call to the last result. */
+    worker_cpu_ms: number | null;
+    worker_cpu_ms_per_query: number | null;
   };
-  bullmq_noop: { jobs: number; seconds: number; jobs_per_s: number | null };
+  bullmq_noop: {
+    jobs: number;
+    seconds: number;
+    jobs_per_s: number | null;
+    /** CPU (user + system) of the no-op worker child from the first add to its last completion. */
+    worker_cpu_ms: number | null;
+    worker_cpu_ms_per_job: number | null;
+  };
   /** Pipeline queries per second / BullMQ no-op jobs per second. */
   ratio: number | null;
 }
@@ -80,6 +90,7 @@ export async function pipelineScenario(
     });
     try {
       ctx.say(`pipeline: ${settings.queries} queries through the pipeline`);
+      const cpu = cpuMeter(worker.proc.pid);
       const t0 = Date.now();
       await scheduleQueries(p, patients);
       const t1 = await until(async () => (await outbound.getWaitingCount()) >= settings.queries, {
@@ -88,12 +99,15 @@ export async function pipelineScenario(
         what: 'every result event',
       });
       const seconds = (t1 - t0) / 1_000;
+      const cpuMs = cpu.used();
       pipeline = {
         queries: settings.queries,
         seconds: round(seconds, 2) ?? 0,
         queries_per_s: round(settings.queries / seconds, 0),
         remote_jobs_submitted: (await simulatorStats(simulator)).jobs,
         failed_jobs: await p.queue.getFailedCount(),
+        worker_cpu_ms: cpuMs,
+        worker_cpu_ms_per_query: perItem(cpuMs, settings.queries),
       };
     } finally {
       await outbound.close();
@@ -115,11 +129,13 @@ export async function pipelineScenario(
         `(LOG_LEVEL ${ctx.logLevel}); ${settings.queries} patients (crosswalk + record prepared beforehand), one ${CATEGORY} query each, ` +
         'scheduled from the bench process with QueryScheduler (what ingest calls), 64 at a time; ' +
         'time from the first schedule call to the last result event in the outbound queue (checked every 25 ms); ' +
-        'each query = claim, submit (HTTP), persist, one delayed poll (HTTP), result event',
+        'each query = claim, submit (HTTP), persist, one delayed poll (HTTP), result event; ' +
+        'worker_cpu_ms: user + system CPU of the worker child over the same span (/proc, 10 ms steps)',
       noop_setup:
         `a child process running a BullMQ Worker with a no-op processor and the query worker's options ` +
         `(concurrency ${settings.concurrency}, lockDuration, stalledInterval, limiter); ${settings.noopJobs} jobs added with addBulk ` +
-        '(1,000 per call) while it runs; time from the first add to its last completion',
+        '(1,000 per call) while it runs; time from the first add to its last completion, and the ' +
+        "child's user + system CPU over that span",
     },
     pipeline,
     bullmq_noop: noop,
@@ -128,6 +144,10 @@ export async function pipelineScenario(
         ? null
         : round(pipeline.queries_per_s / noop.jobs_per_s, 3),
   };
+}
+
+function perItem(cpuMs: number | null, count: number): number | null {
+  return cpuMs === null ? null : round(cpuMs / count, 4);
 }
 
 async function noopScenario(
@@ -156,6 +176,7 @@ async function noopScenario(
   try {
     await waitForLine(proc, 'ready');
     const doneLine = waitForLine(proc, '"done"', 180_000);
+    const cpu = cpuMeter(proc.pid);
     const t0 = Date.now();
     for (let i = 0; i < settings.noopJobs; i += 1_000) {
       const count = Math.min(1_000, settings.noopJobs - i);
@@ -168,11 +189,14 @@ async function noopScenario(
       );
     }
     const { at } = JSON.parse(await doneLine) as { at: number };
+    const cpuMs = cpu.used();
     const seconds = (at - t0) / 1_000;
     return {
       jobs: settings.noopJobs,
       seconds: round(seconds, 2) ?? 0,
       jobs_per_s: round(settings.noopJobs / seconds, 0),
+      worker_cpu_ms: cpuMs,
+      worker_cpu_ms_per_job: perItem(cpuMs, settings.noopJobs),
     };
   } finally {
     await queue.close();

@@ -1,22 +1,11 @@
-import { Queue } from 'bullmq';
-import type { OutboundEvent } from '../../src/delivery/outbound-event.ts';
 import { QueryJobDataSchema } from '../../src/queries/query-job.ts';
 import {
-  API_KEY,
-  benchPrefix,
-  configFor,
   forEachLimit,
-  preparePatients,
-  producer,
-  scheduleQueries,
+  simulatorJob,
   startBenchSimulator,
-  startWorker,
-  until,
-  workerEnv,
-  writeConfig,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { clearRedis } from '../support/processes.ts';
+import { startWorkerLine } from '../support/worker-line.ts';
 import { round, summarize, type Summary } from '../support/stats.ts';
 
 export interface PollSchedule {
@@ -122,61 +111,45 @@ async function runLine(
   name: string,
   simulatorUrl: string,
 ): Promise<PollingCostLine> {
-  const prefix = benchPrefix(ctx, name);
-  const configPath = writeConfig(ctx, name, { debounce_ms: 10, poll: schedule.poll });
-  const config = configFor(configPath, workerEnv(ctx, prefix, simulatorUrl, 0));
-  const p = producer(ctx, config);
+  const line = await startWorkerLine(ctx, {
+    name,
+    queries: { debounce_ms: 10, poll: schedule.poll },
+    simulatorUrl,
+    patients: settings.queries,
+  });
   try {
-    const patients = await preparePatients(p, settings.queries, `${name}-MRN`);
-    const worker = await startWorker(ctx, `${name} worker`, { configPath, prefix, simulatorUrl });
-    const outbound = new Queue<OutboundEvent>(config.delivery.outbound_queue.name, {
-      connection: p.context.redis,
-      prefix,
+    const t0 = Date.now();
+    const t1 = await line.run(line.patients, settings.queries, {
+      timeoutMs: 240_000,
+      what: `every result of schedule "${schedule.name}"`,
     });
-    try {
-      const t0 = Date.now();
-      await scheduleQueries(p, patients);
-      const t1 = await until(async () => (await outbound.getWaitingCount()) >= settings.queries, {
-        everyMs: 250,
-        timeoutMs: 240_000,
-        what: `every result of schedule "${schedule.name}"`,
-      });
-      const events = await outbound.getJobs(['wait'], 0, -1);
-      const jobs = await p.queue.getJobs(['completed'], 0, -1);
-      const pollsByRemote = new Map<string, number>();
-      for (const job of jobs) {
-        const data = QueryJobDataSchema.safeParse(job.data);
-        if (data.success && data.data.remoteJobId !== undefined)
-          pollsByRemote.set(data.data.remoteJobId, data.data.polls + 1);
-      }
-      const polls: number[] = [];
-      const lags: number[] = [];
-      await forEachLimit(events, 16, async (job) => {
-        const event = job.data;
-        if (event.status !== 'completed' || event.remote_job_id === null) return;
-        const response = await fetch(`${simulatorUrl}/_admin/jobs/${event.remote_job_id}`, {
-          headers: { 'x-admin-key': API_KEY },
-        });
-        if (!response.ok) throw new Error(`GET /_admin/jobs answered ${response.status}`);
-        const timeline = (await response.json()) as { finishes_at: string };
-        lags.push(Date.parse(event.created_at) - Date.parse(timeline.finishes_at));
-        const count = pollsByRemote.get(event.remote_job_id);
-        if (count !== undefined) polls.push(count);
-      });
-      return {
-        schedule: schedule.name,
-        poll: schedule.poll,
-        completed: lags.length,
-        polls_per_query: summarize(polls, 2),
-        detection_lag_ms: summarize(lags, 0),
-        seconds: round((t1 - t0) / 1_000, 1) ?? 0,
-      };
-    } finally {
-      await outbound.close();
-      await worker.stop();
+    const events = await line.outbound.getJobs(['wait'], 0, -1);
+    const jobs = await line.producer.queue.getJobs(['completed'], 0, -1);
+    const pollsByRemote = new Map<string, number>();
+    for (const job of jobs) {
+      const data = QueryJobDataSchema.safeParse(job.data);
+      if (data.success && data.data.remoteJobId !== undefined)
+        pollsByRemote.set(data.data.remoteJobId, data.data.polls + 1);
     }
+    const polls: number[] = [];
+    const lags: number[] = [];
+    await forEachLimit(events, 16, async (job) => {
+      const event = job.data;
+      if (event.status !== 'completed' || event.remote_job_id === null) return;
+      const timeline = await simulatorJob(simulatorUrl, event.remote_job_id);
+      lags.push(Date.parse(event.created_at) - Date.parse(timeline.finishes_at));
+      const count = pollsByRemote.get(event.remote_job_id);
+      if (count !== undefined) polls.push(count);
+    });
+    return {
+      schedule: schedule.name,
+      poll: schedule.poll,
+      completed: lags.length,
+      polls_per_query: summarize(polls, 2),
+      detection_lag_ms: summarize(lags, 0),
+      seconds: round((t1 - t0) / 1_000, 1) ?? 0,
+    };
   } finally {
-    await p.close();
-    await clearRedis(ctx.redis, prefix);
+    await line.close();
   }
 }

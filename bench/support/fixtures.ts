@@ -15,6 +15,7 @@ import {
 import type { QueryScheduler } from '../../src/queries/query-scheduler.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import type { Queue } from 'bullmq';
+import { z } from 'zod';
 import {
   cliProcess,
   freePort,
@@ -142,6 +143,29 @@ export async function simulatorStats(simulator: RunningSimulator): Promise<{ job
     headers: { 'x-admin-key': API_KEY },
   });
   return (await response.json()) as { jobs: number };
+}
+
+/** A remote job's timeline as the simulator's `GET /_admin/jobs/:job_id` tells it. */
+export const SimulatorJobSchema = z.object({
+  job_id: z.string(),
+  outcome: z.string(),
+  submitted_at: z.iso.datetime(),
+  running_at: z.iso.datetime(),
+  finishes_at: z.iso.datetime(),
+  /** Status reads (`GET /v1/concordance/:job_id`) so far: the polls of the job. */
+  status_reads: z.int().min(0),
+  /** When a status read first found the job finished (the poll that detected it); null until then. */
+  first_finished_read_at: z.iso.datetime().nullable(),
+});
+export type SimulatorJob = z.infer<typeof SimulatorJobSchema>;
+
+/** The simulator's `/_admin/jobs/:job_id` (throws when it does not know the job). */
+export async function simulatorJob(simulatorUrl: string, jobId: string): Promise<SimulatorJob> {
+  const response = await fetch(`${simulatorUrl}/_admin/jobs/${encodeURIComponent(jobId)}`, {
+    headers: { 'x-admin-key': API_KEY },
+  });
+  if (!response.ok) throw new Error(`GET /_admin/jobs/${jobId} answered ${response.status}`);
+  return SimulatorJobSchema.parse(await response.json());
 }
 
 export interface RunningWorker {

@@ -66,6 +66,20 @@ export function processCpuMs(pid: number | undefined): number | undefined {
   }
 }
 
+/**
+ * The CPU time (milliseconds, see {@link processCpuMs}) a process uses from now on: `used()` is
+ * the difference since the meter was made, null when /proc cannot be read.
+ */
+export function cpuMeter(pid: number | undefined): { used(): number | null } {
+  const start = processCpuMs(pid);
+  return {
+    used() {
+      const end = processCpuMs(pid);
+      return start === undefined || end === undefined ? null : end - start;
+    },
+  };
+}
+
 /** A child process whose recent output lines are kept for error reports. */
 export class ChildProc {
   readonly child: ChildProcess;

@@ -60,11 +60,30 @@ describe('JobStore', () => {
       runningAt: 1_000_100,
       finishAt: 1_000_400,
       outcome: 'completed',
+      reads: 0,
+      firstFinishedReadAt: null,
     });
     clock.t += 400;
     expect(store.timeline('j')?.finishAt).toBe(1_000_400);
     expect(store.get('j').status).toBe('completed');
     expect(store.timeline('nope')).toBeUndefined();
+  });
+
+  it('counts status reads and keeps the time of the first read that found the job finished', () => {
+    const { clock, store } = storeAt();
+    store.add('done', 400, 'completed', outline);
+    store.add('broken', 400, 'failed', outline);
+    store.get('done');
+    clock.t += 399;
+    store.get('done');
+    expect(store.timeline('done')).toMatchObject({ reads: 2, firstFinishedReadAt: null });
+    clock.t += 5;
+    store.get('done');
+    store.get('broken');
+    clock.t += 100;
+    store.get('done');
+    expect(store.timeline('done')).toMatchObject({ reads: 4, firstFinishedReadAt: 1_000_404 });
+    expect(store.timeline('broken')).toMatchObject({ reads: 1, firstFinishedReadAt: 1_000_404 });
   });
 
   it('answers not_exists for an unknown id', () => {

@@ -7,7 +7,7 @@ export type JobStatus = 'queued' | 'running' | 'completed' | 'failed' | 'not_exi
 
 /**
  * One job: three timestamps, the outcome and the compact outline of its result (never the
- * assembled patient), so 20,000 jobs in flight stay small.
+ * assembled patient), so 20,000 jobs in flight stay small; and how it has been read.
  */
 interface JobRecord {
   readonly submittedAt: number;
@@ -15,6 +15,10 @@ interface JobRecord {
   readonly finishAt: number;
   readonly outcome: JobOutcome;
   readonly outline: ConcordanceOutline;
+  /** Status reads (`get`) of the job. */
+  reads: number;
+  /** When a read first found it completed or failed. */
+  firstFinishedReadAt: number | null;
 }
 
 export interface JobView {
@@ -23,12 +27,19 @@ export interface JobView {
   outline?: ConcordanceOutline;
 }
 
-/** When a job was submitted and when it runs and ends (epoch ms), for `GET /_admin/jobs/:id`. */
+/**
+ * When a job was submitted and when it runs and ends (epoch ms), and how often its status was read
+ * (a benchmark's polls per query and detection lag), for `GET /_admin/jobs/:id`.
+ */
 export interface JobTimeline {
   submittedAt: number;
   runningAt: number;
   finishAt: number;
   outcome: JobOutcome;
+  /** Status reads so far. */
+  reads: number;
+  /** When a status read first found the job completed or failed; null until one did. */
+  firstFinishedReadAt: number | null;
 }
 
 export interface JobStoreOptions {
@@ -72,6 +83,8 @@ export class JobStore {
       finishAt: now + durationMs,
       outcome,
       outline,
+      reads: 0,
+      firstFinishedReadAt: null,
     });
   }
 
@@ -84,8 +97,10 @@ export class JobStore {
       this.#jobs.delete(id);
       return { status: 'not_exists' };
     }
+    job.reads += 1;
     if (now < job.runningAt) return { status: 'queued' };
     if (now < job.finishAt || job.outcome === 'never_finish') return { status: 'running' };
+    job.firstFinishedReadAt ??= now;
     if (job.outcome === 'failed') return { status: 'failed' };
     return { status: 'completed', outline: job.outline };
   }
@@ -94,8 +109,8 @@ export class JobStore {
   timeline(id: string): JobTimeline | undefined {
     const job = this.#jobs.get(id);
     if (job === undefined) return undefined;
-    const { submittedAt, runningAt, finishAt, outcome } = job;
-    return { submittedAt, runningAt, finishAt, outcome };
+    const { submittedAt, runningAt, finishAt, outcome, reads, firstFinishedReadAt } = job;
+    return { submittedAt, runningAt, finishAt, outcome, reads, firstFinishedReadAt };
   }
 
   #expiresAt(job: JobRecord): number {

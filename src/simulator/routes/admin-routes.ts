@@ -37,8 +37,9 @@ export function registerAdminRoutes(app: FastifyInstance, state: SimulatorState)
     logged_requests: requestLog.size,
   }));
 
-  // When a concordance job was submitted and when it finishes (or finished): the benchmark
-  // measures the time from a remote job's end to the worker seeing it.
+  // When a concordance job was submitted and when it finishes (or finished), how often its status
+  // was read and when a read first found it finished: the benchmark measures polls per query and
+  // the time from a remote job's end to the worker seeing it.
   app.get<{ Params: { job_id: string } }>('/_admin/jobs/:job_id', async (request, reply) => {
     const id = PathIdSchema.safeParse(request.params.job_id);
     if (!id.success) return sendValidationError(reply, 'path', id.error.issues, ['job_id']);
@@ -50,6 +51,11 @@ export function registerAdminRoutes(app: FastifyInstance, state: SimulatorState)
       submitted_at: new Date(timeline.submittedAt).toISOString(),
       running_at: new Date(timeline.runningAt).toISOString(),
       finishes_at: new Date(timeline.finishAt).toISOString(),
+      status_reads: timeline.reads,
+      first_finished_read_at:
+        timeline.firstFinishedReadAt === null
+          ? null
+          : new Date(timeline.firstFinishedReadAt).toISOString(),
     };
   });
 }

@@ -122,11 +122,19 @@ describe('job timeline admin', () => {
         submitted_at: '2026-01-01T00:00:00.000Z',
         running_at: '2026-01-01T00:00:01.000Z',
         finishes_at: '2026-01-01T00:00:04.000Z',
+        status_reads: 0,
+        first_finished_read_at: null,
       },
     });
     clock.t += 4_000;
     const polled = await call(app, { url: `/v1/concordance/${jobId}`, headers: auth });
     expect((polled.body as { status: string }).status).toBe('completed');
+    clock.t += 1_000;
+    await call(app, { url: `/v1/concordance/${jobId}`, headers: auth });
+    expect((await call(app, { url: `/_admin/jobs/${jobId}`, headers: admin })).body).toMatchObject({
+      status_reads: 2,
+      first_finished_read_at: '2026-01-01T00:00:04.000Z',
+    });
   });
 
   it('answers 404 for an unknown job and needs the admin key', async () => {
