@@ -6,7 +6,7 @@
  * gets one JSON line with every round and their median.
  *
  *   node bench/service-client-cpu.ts [--requests 20000] [--concurrency 50] [--submit-every 40]
- *     [--rounds 3] [--warmup 3000] [--client DIR]
+ *     [--rounds 3] [--warmup 10000] [--client DIR]
  *
  * `--client DIR` loads `createServiceClient` from another checkout (e.g. `/work/main`), with that
  * checkout's dependencies, to compare two versions of the client against the same simulator.
@@ -26,7 +26,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '50' },
     'submit-every': { type: 'string', default: '40' },
     rounds: { type: 'string', default: '3' },
-    warmup: { type: 'string', default: '3000' },
+    warmup: { type: 'string', default: '10000' },
     client: { type: 'string' },
   },
 });
