@@ -106,14 +106,17 @@ interface Answer {
  *
  * The requests go out with undici's `request()` on a keep-alive {@link Pool} for the service's
  * origin (or on the dispatcher passed in, which carries the proxy and the CA bundle). undici
- * rather than got, which the other outbound clients keep: this client makes most of the worker's
- * HTTP calls (a concordance job is polled until it settles), and got's layers (hooks, option
- * merging, a Node.js `http` request and its streams per attempt) cost a third of a worker's CPU
- * more than undici's pool did in the same run. Nothing that got did for us is lost: redirects are
- * not followed (undici does not follow them either; one to another host would carry the API key
+ * rather than got, which the other outbound clients keep (calls there are few): this client makes
+ * most of a worker's HTTP calls (a concordance job is polled until it settles), and got's layers
+ * (hooks, option merging, a Node.js `http` request and its streams per attempt) cost about five
+ * times the client-side CPU per call (`bench/service-client-cpu.ts`: 287 against 61 µs); a worker
+ * used a third less CPU with undici's pool. Nothing that got did for us is lost: redirects are not
+ * followed (undici does not follow them either; one to another host would carry the API key
  * along), the per-attempt timeout is the transport's own timer from sending to the last byte of
- * the body (got's `timeout.request`), and there is no retry below this loop. The one difference on
- * the wire: no `accept-encoding` is sent, so the service answers uncompressed.
+ * the body (got's `timeout.request`; undici's header and body timers are off), there is no retry
+ * below this loop, and compressed answers are asked for and unpacked (undici's `decompress`
+ * interceptor) as got did. What differs: a connection closed in the middle of a body is undici's
+ * `UND_ERR_SOCKET`, retried for a GET, where got reported a `Content-Length` mismatch and gave up.
  */
 export class ServiceTransport {
   readonly #options: TransportOptions;
