@@ -1,4 +1,4 @@
-import { outboundAgents } from '../connections/outbound-agents.ts';
+import { outboundDispatcher } from '../connections/outbound-dispatcher.ts';
 import type { ServiceClientOptions } from '../service/create-service-client.ts';
 import type { Config } from './config-schema.ts';
 import { serviceBaseUrl } from './load-config.ts';
@@ -21,7 +21,7 @@ export function serviceClientOptions(
     },
     statuses: service.statuses,
     preventPaths: service.prevent_paths,
-    agent: outboundAgents(config.outbound),
+    dispatcher: outboundDispatcher(config.outbound),
     ...extra,
   };
 }

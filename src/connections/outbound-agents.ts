@@ -31,11 +31,12 @@ export function customOutbound(outbound: OutboundConfig): boolean {
 const built = new WeakMap<OutboundConfig, OutboundAgents>();
 
 /**
- * The agents every outbound client (service, FHIR server, webhook) uses: Node's built-in proxy
+ * The agents of the got clients (FHIR server, webhook, terminology server): Node's built-in proxy
  * support (`HTTP_PROXY` for http:// targets, `HTTPS_PROXY` for https:// ones through CONNECT,
  * `NO_PROXY` to bypass) and the CA bundle of `outbound.ca_file` on top of Node's roots. Undefined
  * when neither is configured: the clients then keep got's defaults, unchanged. One pair per
- * configuration object, so the clients of one process share their keep-alive connections.
+ * configuration object, so the clients of one process share their keep-alive connections. The
+ * service client speaks undici and gets the same settings from `outboundDispatcher`.
  */
 export function outboundAgents(outbound: OutboundConfig): OutboundAgents | undefined {
   if (!customOutbound(outbound)) return undefined;

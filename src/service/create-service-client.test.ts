@@ -1,9 +1,11 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createServiceClient, type ServiceClientOptions } from './create-service-client.ts';
 import { ServiceBadResponseError } from './errors/service-bad-response-error.ts';
 import { ServiceRequestError } from './errors/service-request-error.ts';
+import { ServiceValidationError } from './errors/service-validation-error.ts';
 
 /**
  * Answers the simulator cannot be made to give (a missing total, other submission shapes, 504,
@@ -11,15 +13,19 @@ import { ServiceRequestError } from './errors/service-request-error.ts';
  */
 interface Reply {
   status: number;
-  body?: string;
+  body?: string | Buffer;
   headers?: Record<string, string>;
 }
 let replies: Reply[] = [];
-let seen: { method: string; url: string }[] = [];
+let seen: { method: string; url: string; acceptEncoding: string | undefined }[] = [];
 let baseUrl: string;
 
 const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-  seen.push({ method: req.method ?? '', url: req.url ?? '' });
+  seen.push({
+    method: req.method ?? '',
+    url: req.url ?? '',
+    acceptEncoding: req.headers['accept-encoding'],
+  });
   const reply = replies.shift() ?? { status: 500, body: '{"detail":"script exhausted"}' };
   res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
   res.end(reply.body ?? '');
@@ -179,6 +185,70 @@ describe('other answers', () => {
       patient_demographics: {},
     });
     expect(seen.map((s) => s.url)).toEqual(['/v1/relationships/a%2Fb%20c', '/prevent/svc%2F1/run']);
+  });
+});
+
+describe('compressed answers', () => {
+  it('asks for them and reads them, an error answer included', async () => {
+    replies = [
+      {
+        status: 200,
+        body: gzipSync(JSON.stringify({ data: [relationship] })),
+        headers: { 'content-encoding': 'gzip' },
+      },
+      {
+        status: 422,
+        body: brotliCompressSync(
+          JSON.stringify({ detail: [{ loc: ['query', 'sort'], msg: 'no', type: 'value_error' }] }),
+        ),
+        headers: { 'content-encoding': 'br' },
+      },
+    ];
+    await expect(client().relationships.list()).resolves.toEqual({ data: [relationship] });
+    const error = await client()
+      .relationships.list({ sort: 'x' })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServiceValidationError);
+    expect((error as ServiceValidationError).items).toEqual([
+      { loc: ['query', 'sort'], msg: 'no', type: 'value_error' },
+    ]);
+    expect(seen.map((s) => s.acceptEncoding)).toEqual([
+      'gzip, deflate, br, zstd',
+      'gzip, deflate, br, zstd',
+    ]);
+  });
+});
+
+describe('the retry debug log', () => {
+  const retried = async (isLevelEnabled?: (level: string) => boolean) => {
+    const debug: unknown[] = [];
+    replies = [json(503, {}), json(200, { status: 'queued' })];
+    await client({
+      logger: { warn: () => undefined, debug: (obj) => debug.push(obj), isLevelEnabled },
+    }).concordance.get('j1');
+    return debug;
+  };
+
+  it('is written when the debug level is on, or when the logger cannot tell', async () => {
+    for (const debug of [await retried(() => true), await retried(undefined)]) {
+      expect(debug).toEqual([
+        expect.objectContaining({
+          endpoint: 'GET /v1/concordance/{job_id}',
+          status: 503,
+          retry: 1,
+        }),
+      ]);
+    }
+  });
+
+  it('is not even built when the debug level is off', async () => {
+    const asked: string[] = [];
+    const debug = await retried((level) => {
+      asked.push(level);
+      return false;
+    });
+    expect(debug).toEqual([]);
+    expect(asked).toEqual(['debug']);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { Agents } from 'got';
+import type { Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 import {
@@ -72,10 +72,11 @@ export interface ServiceClientOptions {
    */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /**
-   * got's agents: a proxy and a CA bundle (see `outboundAgents`).
-   * @defaultValue got's defaults (Node's global agents)
+   * The undici dispatcher the calls go through: a proxy and a CA bundle (see
+   * `outboundDispatcher`). The client speaks undici, not got: see {@link ServiceTransport}.
+   * @defaultValue a keep-alive pool of the client's own for `baseUrl`'s origin
    */
-  agent?: Agents | undefined;
+  dispatcher?: Dispatcher | undefined;
 }
 
 /** Per-call options. */
@@ -143,7 +144,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     logger: options.logger,
     onResponse: options.onResponse,
     sleep: options.sleep ?? defaultSleep,
-    agent: options.agent,
+    dispatcher: options.dispatcher,
   });
   const classifier = new JobStatusClassifier(options.statuses);
   const warnedStatuses = new Set<string>();

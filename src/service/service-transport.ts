@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleepFor } from 'node:timers/promises';
-import got, { RequestError, TimeoutError, type Agents, type Response } from 'got';
+import { interceptors, Pool, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { errorFromResponse } from './error-from-response.ts';
 import { ServiceBadResponseError } from './errors/service-bad-response-error.ts';
@@ -14,6 +14,11 @@ import { nextRetryDelay, type RetryOptions } from './retry-policy.ts';
 export interface ServiceLogger {
   warn(obj: object, msg?: string): void;
   debug?(obj: object, msg?: string): void;
+  /**
+   * pino's level check. When present, a debug message (and the object it logs) is only built if
+   * it answers true, so a retry costs nothing extra at `info`.
+   */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /** One attempt's outcome, for metrics. */
@@ -34,8 +39,11 @@ export interface TransportOptions {
   logger: ServiceLogger | undefined;
   onResponse: ((info: ServiceResponseInfo) => void) | undefined;
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** Outbound agents (proxy, CA bundle); undefined keeps got's defaults. */
-  agent?: Agents | undefined;
+  /**
+   * The undici dispatcher to send through (proxy, CA bundle: see `outboundDispatcher`).
+   * @defaultValue a keep-alive {@link Pool} of this transport's own for the base URL's origin
+   */
+  dispatcher?: Dispatcher | undefined;
 }
 
 export interface ServiceCall<T> {
@@ -49,6 +57,9 @@ export interface ServiceCall<T> {
   schema: z.ZodType<T>;
   signal?: AbortSignal | undefined;
 }
+
+/** What got asked for, and what undici's `decompress` interceptor unpacks. */
+const ACCEPT_ENCODING = 'gzip, deflate, br, zstd';
 
 /** Status codes worth another GET: overload and gateway trouble, not server bugs (500). */
 const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
@@ -70,19 +81,57 @@ const RETRYABLE_NETWORK_CODES = new Set([
 ]);
 
 /**
+ * undici's own timers. The transport turns off the header and body ones per request and gives its
+ * own pool a connect timeout of `timeoutMs`; a dispatcher passed in may still run them (a connect
+ * gives up after 10 s by default), and they mean what the transport's clock means: a timeout.
+ */
+const UNDICI_TIMEOUT_CODES = new Set([
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+
+/** What came back from the service (or, for a 407, from a forwarding proxy). */
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
  * Sends one logical call: adds the headers, applies the timeout, retries GETs, checks the answer
- * against its schema. got's own retry is off (`limit: 0`) and this loop decides instead: the
- * decision is then one pure function ({@link nextRetryDelay}) with its own tests, the wait goes
- * through an injectable `sleep` (so tests see the delays asked for, without waiting or timing),
- * and every attempt is reported to `onResponse` exactly once.
+ * against its schema. The decision to retry is one pure function ({@link nextRetryDelay}) with its
+ * own tests, the wait goes through an injectable `sleep` (so tests see the delays asked for,
+ * without waiting or timing), and every attempt is reported to `onResponse` exactly once.
+ *
+ * The requests go out with undici's `request()` on a keep-alive {@link Pool} for the service's
+ * origin (or on the dispatcher passed in, which carries the proxy and the CA bundle). undici
+ * rather than got, which the other outbound clients keep (calls there are few): this client makes
+ * most of a worker's HTTP calls (a concordance job is polled until it settles), and got's layers
+ * (hooks, option merging, a Node.js `http` request and its streams per attempt) cost about five
+ * times the client-side CPU per call (`bench/service-client-cpu.ts`: 287 against 61 µs); a worker
+ * used a third less CPU with undici's pool. Nothing that got did for us is lost: redirects are not
+ * followed (undici does not follow them either; one to another host would carry the API key
+ * along), the per-attempt timeout is the transport's own timer from sending to the last byte of
+ * the body (got's `timeout.request`; undici's header and body timers are off), there is no retry
+ * below this loop, and compressed answers are asked for and unpacked (undici's `decompress`
+ * interceptor) as got did. What differs: a connection closed in the middle of a body is undici's
+ * `UND_ERR_SOCKET`, retried for a GET, where got reported a `Content-Length` mismatch and gave up.
  */
 export class ServiceTransport {
   readonly #options: TransportOptions;
   readonly #base: string;
+  readonly #origin: string;
+  readonly #dispatcher: Dispatcher;
 
   constructor(options: TransportOptions) {
     this.#options = options;
     this.#base = options.baseUrl.replace(/\/+$/, '');
+    this.#origin = new URL(this.#base).origin;
+    const base =
+      options.dispatcher ?? new Pool(this.#origin, { connect: { timeout: options.timeoutMs } });
+    // got asked for compressed answers and unpacked them, error answers (a 422's items) included.
+    this.#dispatcher = base.compose(interceptors.decompress({ skipErrorResponses: false }));
   }
 
   async call<T>(call: ServiceCall<T>): Promise<T> {
@@ -92,7 +141,7 @@ export class ServiceTransport {
     for (let retries = 0; ; retries++) {
       call.signal?.throwIfAborted();
       const outcome = await this.#attempt(call, requestId);
-      if (outcome.ok) return parseBody(outcome.response, call, requestId);
+      if (outcome.ok) return parseBody(outcome.answer, call, requestId);
       const delay = nextRetryDelay(
         {
           method: call.method,
@@ -103,68 +152,107 @@ export class ServiceTransport {
         retry,
       );
       if (delay === undefined) throw outcome.error;
-      logger?.debug?.(
-        {
-          endpoint: call.endpoint,
-          requestId,
-          code: outcome.error.code,
-          status: outcome.error.status,
-          retry: retries + 1,
-          delayMs: delay,
-        },
-        'retrying service request',
-      );
+      if (logger?.debug !== undefined && logger.isLevelEnabled?.('debug') !== false) {
+        logger.debug(
+          {
+            endpoint: call.endpoint,
+            requestId,
+            code: outcome.error.code,
+            status: outcome.error.status,
+            retry: retries + 1,
+            delayMs: delay,
+          },
+          'retrying service request',
+        );
+      }
       await sleep(delay, call.signal);
     }
   }
 
   async #attempt<T>(call: ServiceCall<T>, requestId: string): Promise<Attempt> {
+    const started = performance.now();
+    let answer: Answer;
+    try {
+      answer = await this.#send(call, requestId);
+    } catch (error) {
+      if (call.signal?.aborted) throw call.signal.reason;
+      const refused = proxyAuthRefusal(error);
+      if (refused === undefined) {
+        const failure = failureOf(error, call, requestId, this.#options.timeoutMs);
+        this.#report(call, failure.status, started);
+        return failure;
+      }
+      answer = refused;
+    }
+    this.#report(call, answer.status, started);
+    if (answer.status >= 200 && answer.status <= 299) return { ok: true, answer };
+    const retryAfterMs = parseRetryAfter(answer.headers['retry-after']);
+    return {
+      ok: false,
+      error: errorFromResponse({
+        status: answer.status,
+        retryAfterMs,
+        body: answer.body,
+        requestId,
+        endpoint: call.endpoint,
+      }),
+      retryable: RETRYABLE_STATUSES.has(answer.status),
+      retryAfterMs,
+    };
+  }
+
+  /**
+   * One request and its whole body, within `timeoutMs`. A timeout rejects with
+   * {@link AttemptTimeout}; the caller's abort with whatever undici makes of the signal's reason.
+   */
+  async #send(call: ServiceCall<unknown>, requestId: string): Promise<Answer> {
     const { apiKey, userAgent, timeoutMs } = this.#options;
     const headers: Record<string, string> = {
       accept: 'application/json',
+      'accept-encoding': ACCEPT_ENCODING,
       'user-agent': userAgent,
       'x-api-key': apiKey,
       'x-request-id': requestId,
     };
     if (call.body !== undefined) headers['content-type'] = 'application/json';
-    const started = performance.now();
-    let response: Response<string>;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new AttemptTimeout(timeoutMs)), timeoutMs);
+    const { signal } = call;
+    const forwardAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', forwardAbort, { once: true });
     try {
-      response = await got(`${this.#base}${call.path}`, {
+      const response = await this.#dispatcher.request({
+        origin: this.#origin,
+        path: this.#pathOf(call),
         method: call.method,
         headers,
-        searchParams: call.query,
-        body: call.body === undefined ? undefined : JSON.stringify(call.body),
-        responseType: 'text',
-        throwHttpErrors: false,
-        // A redirect to another host would carry the API key along.
-        followRedirect: false,
-        retry: { limit: 0 },
-        timeout: { request: timeoutMs },
-        signal: call.signal,
-        ...(this.#options.agent === undefined ? {} : { agent: this.#options.agent }),
+        body: call.body === undefined ? null : JSON.stringify(call.body),
+        signal: controller.signal,
+        // The timer above is the one clock; undici's per-phase timers would only cut it short.
+        headersTimeout: 0,
+        bodyTimeout: 0,
       });
+      const body = await response.body.text();
+      return { status: response.statusCode, headers: response.headers, body };
     } catch (error) {
-      if (call.signal?.aborted) throw call.signal.reason;
-      const failure = failureOf(error, call, requestId, timeoutMs);
-      this.#report(call, failure.status, started);
-      return failure;
+      // However undici words an abort, the timer's own reason tells a timeout apart.
+      const { reason } = controller.signal;
+      throw reason instanceof AttemptTimeout ? reason : error;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', forwardAbort);
     }
-    this.#report(call, response.statusCode, started);
-    if (response.statusCode >= 200 && response.statusCode <= 299) return { ok: true, response };
-    const retryAfterMs = parseRetryAfter(response.headers['retry-after']);
-    return {
-      ok: false,
-      error: errorFromResponse({
-        status: response.statusCode,
-        retryAfterMs,
-        body: response.body,
-        requestId,
-        endpoint: call.endpoint,
-      }),
-      retryable: RETRYABLE_STATUSES.has(response.statusCode),
-      retryAfterMs,
-    };
+  }
+
+  /**
+   * The request target, as got built it: the base URL and the path resolved as one WHATWG URL
+   * (so a `..` segment is resolved, not sent), and a non-empty query string replacing the search.
+   */
+  #pathOf(call: ServiceCall<unknown>): string {
+    const url = new URL(`${this.#base}${call.path}`);
+    const query = call.query?.toString();
+    if (query === undefined) return `${url.pathname}${url.search}`;
+    return query === '' ? url.pathname : `${url.pathname}?${query}`;
   }
 
   #report(
@@ -188,38 +276,59 @@ export class ServiceTransport {
   }
 }
 
-type Attempt =
-  | { ok: true; response: Response<string> }
-  | {
-      ok: false;
-      error: ServiceError;
-      retryable: boolean;
-      retryAfterMs: number | undefined;
-      status?: 'network' | 'timeout';
-    };
+/** The reason an attempt's own timer aborts it with. */
+class AttemptTimeout extends Error {
+  override readonly name = 'AttemptTimeout';
+  readonly code = 'ETIMEDOUT';
 
-/** Maps a got failure (no HTTP answer at all) onto our errors. */
+  constructor(timeoutMs: number) {
+    super(`no complete answer within ${timeoutMs} ms`);
+  }
+}
+
+interface Failure {
+  ok: false;
+  error: ServiceError;
+  retryable: boolean;
+  retryAfterMs: number | undefined;
+  status?: 'network' | 'timeout';
+}
+
+type Attempt = { ok: true; answer: Answer } | Failure;
+
+/**
+ * A forwarding proxy's 407 (wrong or missing proxy credentials) as the answer it is. Node's
+ * built-in proxy support, which got used, hands it back like any response; undici's forwarding
+ * wrapper turns it into an `InvalidArgumentError` instead, recognised here by its code and its
+ * "(407)". (A CONNECT tunnel refused with 407 stays a network error, as it was.)
+ */
+function proxyAuthRefusal(error: unknown): Answer | undefined {
+  const { code, message } = error instanceof Error ? (error as Error & { code?: unknown }) : {};
+  if (code !== 'UND_ERR_INVALID_ARG' || !message?.includes('Proxy Authentication Required (407)')) {
+    return undefined;
+  }
+  return { status: 407, headers: {}, body: '' };
+}
+
+/** Maps a failure without an HTTP answer (connection, TLS, timeout) onto our errors. */
 function failureOf(
   error: unknown,
   call: ServiceCall<unknown>,
   requestId: string,
   timeoutMs: number,
-): Attempt & { ok: false; status: 'network' | 'timeout' } {
-  if (!(error instanceof RequestError)) throw error;
-  const details: ServiceErrorDetails = {
-    requestId,
-    endpoint: call.endpoint,
-    cause: sanitised(error),
-  };
-  if (error instanceof TimeoutError) {
+): Failure & { status: 'network' | 'timeout' } {
+  const cause = sanitised(error);
+  const details: ServiceErrorDetails = { requestId, endpoint: call.endpoint, cause };
+  if (error instanceof AttemptTimeout || UNDICI_TIMEOUT_CODES.has(cause.code)) {
     const unknownOutcome = call.method === 'GET' ? '' : '; the service may still act on it';
+    const within = error instanceof AttemptTimeout ? `within ${timeoutMs} ms` : `(${cause.code})`;
     return {
       ok: false,
       status: 'timeout',
       retryable: true,
       retryAfterMs: undefined,
       error: new ServiceTimeoutError(
-        `${call.endpoint} got no response within ${timeoutMs} ms${unknownOutcome}`,
+        `${call.endpoint} got no response ${within}${unknownOutcome}`,
         details,
       ),
     };
@@ -227,32 +336,37 @@ function failureOf(
   return {
     ok: false,
     status: 'network',
-    retryable: RETRYABLE_NETWORK_CODES.has(error.code),
+    retryable: RETRYABLE_NETWORK_CODES.has(cause.code),
     retryAfterMs: undefined,
     error: new ServiceUnavailableError(
-      `${call.endpoint} could not be reached (${error.code})`,
+      `${call.endpoint} could not be reached (${cause.code})`,
       details,
     ),
   };
 }
 
 /**
- * A got error holds its request options — headers with the API key, and the body — so only its
- * name, code and message are kept.
+ * Only the name, code and message of a failure are kept: an undici error may hold its socket, and
+ * nothing that could reach the request's headers (the API key) or body may ride along.
  */
-function sanitised(error: RequestError): Error {
-  return Object.assign(new Error(error.message), { name: error.name, code: error.code });
+function sanitised(error: unknown): Error & { code: string } {
+  const { name, message, code }: Error & { code?: unknown } =
+    error instanceof Error ? error : new Error(String(error));
+  return Object.assign(new Error(message), {
+    name,
+    code: typeof code === 'string' ? code : 'ERR_SERVICE_REQUEST_FAILED',
+  });
 }
 
-function parseBody<T>(response: Response<string>, call: ServiceCall<T>, requestId: string): T {
+function parseBody<T>(answer: Answer, call: ServiceCall<T>, requestId: string): T {
   const details: ServiceErrorDetails = {
-    status: response.statusCode,
+    status: answer.status,
     requestId,
     endpoint: call.endpoint,
   };
   let json: unknown;
   try {
-    json = JSON.parse(response.body);
+    json = JSON.parse(answer.body);
   } catch {
     // JSON.parse quotes the text it choked on; the body is never repeated, so no cause.
     throw new ServiceBadResponseError(

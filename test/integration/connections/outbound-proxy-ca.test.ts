@@ -15,6 +15,7 @@ import { WebhookSigner } from '../../../src/delivery/webhook-signer.ts';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
 import { FhirClient } from '../../../src/ingest/fhir/fhir-client.ts';
 import { createServiceClient } from '../../../src/service/create-service-client.ts';
+import { ServiceUnavailableError } from '../../../src/service/errors/service-unavailable-error.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
@@ -77,10 +78,10 @@ describe('outbound calls through a proxy and with a custom CA', () => {
     certs?.remove();
   });
 
-  it("keeps got's defaults when neither a proxy nor a CA file is set", () => {
+  it("keeps the clients' own defaults when neither a proxy nor a CA file is set", () => {
     const config = loadConfig({ env: { SERVICE_API_KEY: API_KEY } });
     expect(outboundAgents(config.outbound)).toBeUndefined();
-    expect(serviceClientOptions(config).agent).toBeUndefined();
+    expect(serviceClientOptions(config).dispatcher).toBeUndefined();
   });
 
   it('the service client reaches the local service through the proxy, and NO_PROXY bypasses it', async () => {
@@ -109,6 +110,58 @@ describe('outbound calls through a proxy and with a custom CA', () => {
       ),
     );
     await expect(refused.relationships.list({ limit: 2 })).rejects.toMatchObject({ status: 407 });
+  });
+
+  it('the service client over HTTPS trusts the CA file, directly and through a CONNECT tunnel, and never uses HTTP_PROXY for it', async () => {
+    const tls = {
+      cert: readFileSync(certs.certFile, 'utf8'),
+      key: readFileSync(certs.keyFile, 'utf8'),
+    };
+    const relationship = { relationship_id: 'r1', from_concept: {}, to_concept: {} };
+    const service = createHttpsServer(tls, (req, res) => {
+      const ok = req.headers['x-api-key'] === API_KEY && req.url === '/v1/relationships';
+      res.writeHead(ok ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(ok ? { data: [relationship] } : {}));
+    });
+    service.listen(0, '127.0.0.1');
+    await once(service, 'listening');
+    const serviceUrl = `https://127.0.0.1:${(service.address() as AddressInfo).port}`;
+    const list = (env: Record<string, string>) =>
+      createServiceClient(
+        serviceClientOptions(
+          loadConfig({ env: { SERVICE_BASE_URL: serviceUrl, SERVICE_API_KEY: API_KEY, ...env } }),
+          { retry: { limit: 0 } },
+        ),
+      ).relationships.list();
+    try {
+      const untrusted = await list({}).catch((e: unknown) => e);
+      expect(untrusted).toBeInstanceOf(ServiceUnavailableError);
+      expect((untrusted as Error).cause).toMatchObject({
+        code: expect.stringMatching(/SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_VERIFY/),
+      });
+
+      const before = proxy.requests.length;
+      const ca = { OUTBOUND_CA_FILE: certs.caFile };
+      await expect(list(ca)).resolves.toEqual({ data: [relationship] });
+      // HTTP_PROXY is for http:// targets only; NO_PROXY bypasses HTTPS_PROXY.
+      await expect(list({ ...ca, HTTP_PROXY: proxy.url })).resolves.toEqual({
+        data: [relationship],
+      });
+      await expect(list({ ...ca, HTTPS_PROXY: proxy.url, NO_PROXY: '127.0.0.1' })).resolves.toEqual(
+        { data: [relationship] },
+      );
+      expect(proxy.requests.length).toBe(before);
+
+      await expect(list({ ...ca, HTTPS_PROXY: proxy.url })).resolves.toEqual({
+        data: [relationship],
+      });
+      expect(proxy.requests.slice(before)).toEqual([
+        { kind: 'connect', target: hostOf(serviceUrl) },
+      ]);
+    } finally {
+      service.closeAllConnections();
+      service.close();
+    }
   });
 
   it('a webhook over HTTPS is refused without the custom CA and accepted with it, directly and through the proxy', async () => {
