@@ -146,6 +146,17 @@ describe('retries the simulator cannot provoke', () => {
     await expect(client().concordance.get('j1')).resolves.toMatchObject({ state: 'pending' });
     expect(delays).toEqual([4000]);
   });
+
+  it('passes on the Retry-After of a pending answer (the next poll waits for it), and none without', async () => {
+    replies = [
+      json(200, { status: 'queued' }, { 'retry-after': '7' }),
+      json(200, { status: 'queued' }),
+    ];
+    const hinted = await client().concordance.get('j1');
+    expect(hinted).toMatchObject({ state: 'pending', retryAfterMs: 7_000 });
+    const plain = await client().concordance.get('j1');
+    expect(plain.retryAfterMs).toBeUndefined();
+  });
 });
 
 describe('other answers', () => {

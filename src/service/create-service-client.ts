@@ -204,18 +204,23 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       },
       async get(jobId, opts) {
         const endpoint = 'GET /v1/concordance/{job_id}';
+        let retryAfterMs: number | undefined;
         const raw = await transport.call({
           method: 'GET',
           endpoint,
           path: `/v1/concordance/${pathSegment(jobId, 'job_id', endpoint)}`,
           schema: ConcordanceJobResultSchema,
           signal: opts?.signal,
+          onRetryAfter: (ms) => {
+            retryAfterMs = ms;
+          },
         });
         return {
           state: classify(raw.status),
           status: raw.status,
           concordance: raw.concordance ?? null,
           raw,
+          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
         };
       },
     },

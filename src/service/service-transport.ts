@@ -56,6 +56,8 @@ export interface ServiceCall<T> {
   body?: unknown;
   schema: z.ZodType<T>;
   signal?: AbortSignal | undefined;
+  /** Told the `Retry-After` of the 2xx answer (ms), when it carries one (a pending job's hint). */
+  onRetryAfter?: (ms: number) => void;
 }
 
 /** What got asked for, and what undici's `decompress` interceptor unpacks. */
@@ -141,7 +143,13 @@ export class ServiceTransport {
     for (let retries = 0; ; retries++) {
       call.signal?.throwIfAborted();
       const outcome = await this.#attempt(call, requestId);
-      if (outcome.ok) return parseBody(outcome.answer, call, requestId);
+      if (outcome.ok) {
+        if (call.onRetryAfter !== undefined) {
+          const hint = parseRetryAfter(outcome.answer.headers['retry-after']);
+          if (hint !== undefined) call.onRetryAfter(hint);
+        }
+        return parseBody(outcome.answer, call, requestId);
+      }
       const delay = nextRetryDelay(
         {
           method: call.method,
