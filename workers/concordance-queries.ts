@@ -60,8 +60,14 @@ export type QueryJobResult =
   | { outcome: 'stale'; eventId: null };
 
 export interface ConcordanceQueriesDeps {
-  /** A worker connection (`maxRetriesPerRequest: null`). */
+  /** A worker connection (`maxRetriesPerRequest: null`): BullMQ's. */
   connection: RedisClient;
+  /**
+   * The connection of the worker's own commands (polls, opt-outs), pipelined automatically (see
+   * `commandConnection`).
+   * @defaultValue `connection`
+   */
+  commands?: RedisClient;
   /** The prefix of the partition whose queue and due set this worker serves. */
   prefix: string;
   /**
@@ -156,7 +162,7 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     defaultJobOptions: queryJobOptions(config.queries),
   });
   const authPause = new AuthPause(queue, connection, prefix);
-  const consent = new PatientConsent({ redis: connection, prefix: keySpace });
+  const consent = new PatientConsent({ redis: deps.commands ?? connection, prefix: keySpace });
   // Due queries (written by ingest with their record) become jobs of this queue.
   const dispatcher = new QueryDispatcher({
     redis: connection,
@@ -169,8 +175,9 @@ export async function initConcordanceQueries(deps: ConcordanceQueriesDeps): Prom
     now,
   });
 
+  const commands = deps.commands ?? connection;
   const polls = new PollSet({
-    redis: connection,
+    redis: commands,
     prefix,
     holdKey: holdKey(prefix),
     pauseKey: authPause.flag,

@@ -91,7 +91,15 @@ export class ChildProc {
   constructor(name: string, command: string, args: string[], env: Record<string, string>) {
     this.name = name;
     this.child = spawn(command, args, {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        // e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the bench's children.
+        ...(process.env.BENCH_CHILD_NODE_OPTIONS === undefined
+          ? {}
+          : { NODE_OPTIONS: process.env.BENCH_CHILD_NODE_OPTIONS }),
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.exited = once(this.child, 'exit').then(([code]) => code as number | null);

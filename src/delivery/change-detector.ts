@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { LuaScript } from '../queues/lua-script.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
@@ -9,14 +10,14 @@ import type { ResultEvent } from './result-event.ts';
  * the hash so that the same event handed over again (a query job retried after a crash) gets the
  * same answer instead of "unchanged" against itself, which `only_changed` would then drop.
  */
-const CHECK = `
+const CHECK = new LuaScript(`
 local last = redis.call('HMGET', KEYS[1], 'hash', 'event_id', 'changed')
 if last[2] == ARGV[2] then return tonumber(last[3]) end
 local changed = 1
 if last[1] == ARGV[1] then changed = 0 end
 redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'event_id', ARGV[2], 'changed', changed)
 return changed
-`;
+`);
 
 export interface ChangeDetectorOptions {
   redis: RedisClient;
@@ -57,7 +58,7 @@ export class ChangeDetector {
   async check(event: ResultEvent): Promise<boolean> {
     const prefix = patientPrefix(this.#prefix, event.patient_service_id);
     const key = `${prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
-    const changed = await this.#redis.eval(CHECK, 1, key, this.contentHash(event), event.id);
+    const changed = await CHECK.run(this.#redis, [key], [this.contentHash(event), event.id]);
     return changed === 1;
   }
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { LuaScript } from '../queues/lua-script.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
@@ -10,11 +11,11 @@ import { parseOutboxMember, queryOutboxKey } from './query-outbox.ts';
  * Leases up to ARGV[2] due members (score <= ARGV[1]) by moving their score to ARGV[3]: a worker
  * that dies before it has queued them leaves them to come due again when the lease runs out.
  */
-const LEASE = `
+const LEASE = new LuaScript(`
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 for _, member in ipairs(due) do redis.call('ZADD', KEYS[1], 'XX', ARGV[3], member) end
 return due
-`;
+`);
 
 export interface QueryDispatcherOptions {
   /** A worker connection (commands wait while Redis is away). */
@@ -62,13 +63,10 @@ export class QueryDispatcher {
   /** One pass: queues up to one batch of due queries; returns how many. */
   async dispatchDue(): Promise<number> {
     const now = this.#o.now();
-    const members = (await this.#o.redis.eval(
-      LEASE,
-      1,
-      this.#key,
-      now,
-      this.#o.batchSize,
-      now + this.#o.leaseMs,
+    const members = (await LEASE.run(
+      this.#o.redis,
+      [this.#key],
+      [now, this.#o.batchSize, now + this.#o.leaseMs],
     )) as string[];
     if (members.length === 0) return 0;
     const jobs = [];

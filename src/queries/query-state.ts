@@ -1,4 +1,5 @@
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
+import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { pollSetKey, type PolledRemoteJob } from './poll-set.ts';
 import { outboxMember, queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
@@ -25,17 +26,17 @@ export const MAX_TRIGGER_IDS = 100;
  * Adds a trigger to the key's open (not yet submitted) query, opening one if there is none, and
  * puts a newly opened query in the due set (see query-outbox.ts).
  */
-const SCHEDULE = `${SCHEDULE_QUERY_LUA}
+const SCHEDULE = new LuaScript(`${SCHEDULE_QUERY_LUA}
 local seq, coalesced = schedule_query(KEYS[1], KEYS[2], ARGV[4], ARGV[5], ARGV[1], ARGV[2], ARGV[6], tonumber(ARGV[3]))
 return {seq, coalesced}
-`;
+`);
 
 /**
  * Closes the open query `seq` for new triggers and hands them over. Idempotent: a worker that
  * died after claiming gets the same answer again. Returns nothing for a query that is not open
  * and was never claimed (a stale job).
  */
-const CLAIM = `
+const CLAIM = new LuaScript(`
 local claimed = redis.call('HGET', KEYS[1], 'c:' .. ARGV[1])
 if claimed then return claimed end
 if redis.call('HGET', KEYS[1], 'pending') ~= ARGV[1] then return false end
@@ -44,27 +45,27 @@ claimed = cjson.encode({eventIds = cjson.decode(t[1]), count = tonumber(t[2]), f
 redis.call('HDEL', KEYS[1], 'pending', 'p_events', 'p_count', 'p_first_at', 'p_last_at')
 redis.call('HSET', KEYS[1], 'c:' .. ARGV[1], claimed)
 return claimed
-`;
+`);
 
 /**
  * Records that query `seq` has a remote job (ARGV[2], a JSON {@link RemoteJob}) in the same step
  * that learnt it; newer submitted queries supersede older ones.
  */
-const SUBMITTED = `
+const SUBMITTED = new LuaScript(`
 local current = tonumber(redis.call('HGET', KEYS[1], 'submitted') or '0')
 if tonumber(ARGV[1]) > current then redis.call('HSET', KEYS[1], 'submitted', ARGV[1]) end
 redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
 redis.call('HDEL', KEYS[1], 's:' .. ARGV[1], 'l:' .. ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 return current
-`;
+`);
 
 /**
  * Before a submission of query ARGV[1] (its ARGV[2]-th resubmission) is sent: the remote job an
  * earlier attempt already stored, if any, else marks the attempt begun and says whether an earlier
  * attempt had begun without storing its answer (its worker died during the POST).
  */
-const BEGIN_SUBMISSION = `
+const BEGIN_SUBMISSION = new LuaScript(`
 local remote = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
 if remote then
   local job = cjson.decode(remote)
@@ -74,7 +75,7 @@ local begun = redis.call('HGET', KEYS[1], 's:' .. ARGV[1])
 redis.call('HSET', KEYS[1], 's:' .. ARGV[1], ARGV[2])
 if begun == ARGV[2] then return {false, 1} end
 return {false, 0}
-`;
+`);
 
 /** The remote job of a submitted query, as stored by {@link QueryState.markSubmitted}. */
 export type RemoteJob = PolledRemoteJob;
@@ -119,17 +120,13 @@ export class QueryState {
     trigger: Trigger,
     dueAt: number,
   ): Promise<{ seq: number; coalesced: boolean }> {
-    const [seq, coalesced] = (await this.#redis.eval(
-      SCHEDULE,
-      2,
-      this.#key(patientServiceId, category),
-      queryOutboxKey(patientPrefix(this.#prefix, patientServiceId)),
-      trigger.eventId,
-      trigger.at,
-      MAX_TRIGGER_IDS,
-      patientServiceId,
-      category,
-      dueAt,
+    const [seq, coalesced] = (await SCHEDULE.run(
+      this.#redis,
+      [
+        this.#key(patientServiceId, category),
+        queryOutboxKey(patientPrefix(this.#prefix, patientServiceId)),
+      ],
+      [trigger.eventId, trigger.at, MAX_TRIGGER_IDS, patientServiceId, category, dueAt],
     )) as [string, number];
     return { seq: Number(seq), coalesced: coalesced === 1 };
   }
@@ -140,11 +137,10 @@ export class QueryState {
     category: string,
     seq: number,
   ): Promise<Triggers | undefined> {
-    const claimed = (await this.#redis.eval(
-      CLAIM,
-      1,
-      this.#key(patientServiceId, category),
-      seq,
+    const claimed = (await CLAIM.run(
+      this.#redis,
+      [this.#key(patientServiceId, category)],
+      [seq],
     )) as string | null;
     return claimed === null ? undefined : (JSON.parse(claimed) as Triggers);
   }
@@ -160,12 +156,10 @@ export class QueryState {
     seq: number,
     resubmits: number,
   ): Promise<{ stored?: RemoteJob; interrupted: boolean }> {
-    const [stored, interrupted] = (await this.#redis.eval(
-      BEGIN_SUBMISSION,
-      1,
-      this.#key(patientServiceId, category),
-      seq,
-      resubmits,
+    const [stored, interrupted] = (await BEGIN_SUBMISSION.run(
+      this.#redis,
+      [this.#key(patientServiceId, category)],
+      [seq, resubmits],
     )) as [string | null, number];
     return {
       ...(stored === null ? {} : { stored: JSON.parse(stored) as RemoteJob }),
@@ -191,15 +185,15 @@ export class QueryState {
     firstPollAt: number,
   ): Promise<void> {
     const prefix = patientPrefix(this.#prefix, patientServiceId);
-    await this.#redis.eval(
-      SUBMITTED,
-      2,
-      this.#key(patientServiceId, category),
-      pollSetKey(prefix),
-      seq,
-      JSON.stringify(remote),
-      firstPollAt,
-      outboxMember({ patientServiceId, ccsrCategory: category, seq }),
+    await SUBMITTED.run(
+      this.#redis,
+      [this.#key(patientServiceId, category), pollSetKey(prefix)],
+      [
+        seq,
+        JSON.stringify(remote),
+        firstPollAt,
+        outboxMember({ patientServiceId, ccsrCategory: category, seq }),
+      ],
     );
   }
 

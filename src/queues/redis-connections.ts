@@ -87,6 +87,21 @@ export function workerConnection(redis: string | RedisEndpoint, name: string): R
   return connect(endpointOf(redis), { maxRetriesPerRequest: null, connectionName: name });
 }
 
+/**
+ * A connection for the workers' own commands (query state, polls, records, deliveries' change
+ * checks), apart from BullMQ's: like {@link workerConnection} it waits for Redis to come back,
+ * and it pipelines automatically (ioredis `enableAutoPipelining`): the commands issued in one tick
+ * of the event loop (a batch of polls, many queries at once) go out in one write. Kept apart
+ * because BullMQ's connection carries its scripts, which every pipeline of that connection copies.
+ */
+export function commandConnection(redis: string | RedisEndpoint, name: string): RedisClient {
+  return connect(
+    endpointOf(redis),
+    { maxRetriesPerRequest: null, connectionName: name, enableAutoPipelining: true },
+    { enableAutoPipelining: true },
+  );
+}
+
 /** {@link requestConnection}'s default command timeout (`redis.command_timeout_ms`). */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
 

@@ -5,7 +5,7 @@ import { serviceClientOptions } from '../config/service-client-options.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WatchedPollSet } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
-import { redisAnswers, workerConnection } from '../queues/redis-connections.ts';
+import { commandConnection, redisAnswers, workerConnection } from '../queues/redis-connections.ts';
 import { createServiceClient } from '../service/create-service-client.ts';
 import { createDeliveryRouter } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
@@ -92,9 +92,12 @@ export async function runWorker(
 ): Promise<RunningWorker> {
   assertRoleConfig(config, 'work');
   const keys = crosswalkKeysFrom(config);
+  // BullMQ's connection, and one for the workers' own commands (pipelined automatically).
   const redis = workerConnection(config.redis, 'cw-work');
+  const commands = commandConnection(config.redis, 'cw-work-commands');
   const outages = new RedisOutageLog({ logger, probe: () => redisAnswers(redis) }).watch(redis);
-  const context = pipelineContext(config, logger, redis, keys, options.registry);
+  outages.watch(commands);
+  const context = pipelineContext(config, logger, commands, keys, options.registry);
   const metrics = context.pipelineMetrics;
   const unwatchRedis = metrics.watchRedis(() => redisAnswers(redis));
   const client = createServiceClient(
@@ -139,7 +142,7 @@ export async function runWorker(
     }
   }
 
-  const demographics = new DemographicsWait({ redis, prefix: partitions });
+  const demographics = new DemographicsWait({ redis: commands, prefix: partitions });
   registerDemographicsWaitGauge(context.metrics, demographics);
 
   const health = await startHealthServer({
@@ -172,6 +175,7 @@ export async function runWorker(
       const log = partitions.count > 1 ? logger.child({ partition: p }) : logger;
       const queries = await initConcordanceQueries({
         connection: redis,
+        commands,
         prefix,
         keySpace: partitions,
         config,
@@ -248,6 +252,10 @@ export async function runWorker(
       await settlesWithin(delivery.close(), CLOSE_RESERVE_MS / 4);
       outages.stop();
       // While Redis is away, quit() would wait for it: the connection is dropped instead.
+      if (commands.status === 'ready') {
+        await settlesWithin(commands.quit(), CLOSE_RESERVE_MS / 4);
+      }
+      commands.disconnect();
       if (redis.status === 'ready') {
         await settlesWithin(redis.quit(), CLOSE_RESERVE_MS / 4);
       }
