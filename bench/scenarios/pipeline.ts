@@ -42,6 +42,13 @@ export interface PipelineResult {
     /** CPU (user + system) of the worker child from the first schedule call to the last result. */
     worker_cpu_ms: number | null;
     worker_cpu_ms_per_query: number | null;
+    /** The Redis server's CPU over the run, per query (its own process, /proc). */
+    redis_cpu_ms_per_query: number | null;
+    /**
+     * The bench process's CPU per query: the local service (in this process) answering the
+     * submission and the polls, plus the bench's scheduling and its checks of the outbound queue.
+     */
+    bench_process_cpu_ms_per_query: number | null;
   };
   bullmq_noop: {
     jobs: number;
@@ -54,6 +61,9 @@ export interface PipelineResult {
   /** Pipeline queries per second / BullMQ no-op jobs per second. */
   ratio: number | null;
 }
+
+/** The no-op BullMQ worker's lock: BullMQ's default, as a worker of 0.1 ran its query jobs. */
+const NOOP_LOCK_DURATION_MS = 30_000;
 
 const QUERIES_CONFIG = {
   debounce_ms: 10,
@@ -91,6 +101,8 @@ export async function pipelineScenario(
     try {
       ctx.say(`pipeline: ${settings.queries} queries through the pipeline`);
       const cpu = cpuMeter(worker.proc.pid);
+      const redisCpu = cpuMeter(ctx.redis.pid);
+      const benchCpu = cpuMeter(process.pid);
       const t0 = Date.now();
       await scheduleQueries(p, patients);
       const t1 = await until(async () => (await outbound.getWaitingCount()) >= settings.queries, {
@@ -100,6 +112,7 @@ export async function pipelineScenario(
       });
       const seconds = (t1 - t0) / 1_000;
       const cpuMs = cpu.used();
+      const [redisMs, benchMs] = [redisCpu.used(), benchCpu.used()];
       pipeline = {
         queries: settings.queries,
         seconds: round(seconds, 2) ?? 0,
@@ -108,6 +121,8 @@ export async function pipelineScenario(
         failed_jobs: await p.queue.getFailedCount(),
         worker_cpu_ms: cpuMs,
         worker_cpu_ms_per_query: perItem(cpuMs, settings.queries),
+        redis_cpu_ms_per_query: perItem(redisMs, settings.queries),
+        bench_process_cpu_ms_per_query: perItem(benchMs, settings.queries),
       };
     } finally {
       await outbound.close();
@@ -119,7 +134,7 @@ export async function pipelineScenario(
     await clearRedis(ctx.redis, prefix);
   }
 
-  const noop = await noopScenario(ctx, settings, config.queries.lock_duration_ms);
+  const noop = await noopScenario(ctx, settings, NOOP_LOCK_DURATION_MS);
   return {
     settings: {
       ...settings,

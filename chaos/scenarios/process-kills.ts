@@ -12,7 +12,7 @@ import { burstScenario, type ScenarioContext, type ScenarioOutcome } from '../su
 export function processKills(which: 'worker' | 'ingest') {
   return (ctx: ScenarioContext): Promise<ScenarioOutcome> => {
     const kills = ctx.quick ? 3 : 8;
-    // Longer than a lock period (5 s), so that a killed worker's jobs come back between kills.
+    // Longer than a lease (5 s), so that a killed worker's queries come back between kills.
     const minAliveMs = 8_000;
     const plan = {
       feeds: ['json', 'hl7', 'fhir'] as const,

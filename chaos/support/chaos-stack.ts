@@ -30,7 +30,9 @@ export const CHAOS_CONFIG = {
     debounce_ms: 300,
     poll: { first_delay_ms: 300, factor: 2, max_delay_ms: 2_000, jitter: 0.2, deadline_ms: 30_000 },
     submit_backoff_ms: 500,
-    lock_duration_ms: 5_000,
+    // A killed worker's claims and polls come back after 5 s (the service times out after 3 s).
+    dispatch: { interval_ms: 100, batch: 500, lease_ms: 5_000 },
+    polling: { interval_ms: 50, batch: 500, concurrency: 200, lease_ms: 5_000, latency_window: 64 },
   },
   presets: { rules: [], from_problem_list: { enabled: true, categories: 'outpatient_default' } },
 };

@@ -86,12 +86,20 @@ const QueriesSchema = z.strictObject({
   auth_pause_ms: z.int().positive(),
   deliver_superseded: z.boolean(),
   concurrency: z.int().min(1),
-  lock_duration_ms: z.int().min(1_000),
-  /** How often a query's job may stall (its worker died) and still resume. */
+  /**
+   * @deprecated Not read since the queries left BullMQ (a killed worker's queries come back after
+   * `dispatch.lease_ms` / `polling.lease_ms`); accepted so that configs written for 0.1 still load.
+   */
+  lock_duration_ms: z.int().min(1_000).optional(),
+  /** How often a query may be leased without a written outcome (its workers died) and go on. */
   max_stalled_count: z.int().min(0),
-  /** How often failed query jobs are looked for, to give each its `failed` event. */
-  failed_sweep_ms: z.int().min(100),
-  /** How the workers turn due queries into jobs (see QueryDispatcher). */
+  /** @deprecated Not read since the queries left BullMQ; accepted so that 0.1 configs still load. */
+  failed_sweep_ms: z.int().min(100).optional(),
+  /**
+   * How the workers claim due queries to submit them (see SubmitScheduler): every `interval_ms`
+   * up to `batch` (no more than `queries.concurrency` submissions in flight), leased for
+   * `lease_ms` (a killed worker's claims come due again after it).
+   */
   dispatch: z.strictObject({
     interval_ms: z.int().min(10),
     batch: z.int().min(1),

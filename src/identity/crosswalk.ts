@@ -190,8 +190,15 @@ export class Crosswalk {
 
   /** The local id behind a service id (for results handed back to the hospital). */
   async localIdOf(patientServiceId: string): Promise<string | undefined> {
-    const sealed = await this.#redis.get(this.#reverse(patientServiceId));
-    if (sealed === null) return undefined;
+    return this.openLocalId(
+      patientServiceId,
+      await this.#redis.get(this.#reverse(patientServiceId)),
+    );
+  }
+
+  /** The local id from its sealed value (`xwr:<psid>`) as a script read it. */
+  openLocalId(patientServiceId: string, sealed: string | null | undefined): string | undefined {
+    if (sealed == null || sealed === '') return undefined;
     return this.#keys.open(sealed, `xw:${patientServiceId}`).toString('utf8');
   }
 

@@ -60,22 +60,26 @@ export interface ServiceResponse {
 }
 
 /** What the gauges read on a scrape, added by the roles of one process. */
-/** How full a partition's due set of polls is (see PollSet.depth). */
-export interface PollSetDepth {
+/** How full a due set is (see `dueSetDepth`). */
+export interface DueSetDepth {
   size: number;
   due: number;
   oldestDueAt: number | null;
 }
 
-/** A partition's due set of polls, as the poll gauges read it. */
-export interface WatchedPollSet {
+/**
+ * A partition's due set, as the due-set gauges read it: `submit` (new queries waiting to be
+ * submitted) or `poll` (submitted queries waiting for their next poll).
+ */
+export interface WatchedDueSet {
+  set: 'submit' | 'poll';
   partition: number;
-  depth(now: number): Promise<PollSetDepth>;
+  depth(now: number): Promise<DueSetDepth>;
 }
 
 interface Watched {
   queues: Set<PartitionQueue>;
-  pollSets: Set<WatchedPollSet>;
+  dueSets: Set<WatchedDueSet>;
   /** Probes by queue name (several roles may watch one queue). */
   authPauses: Set<{ queue: string; probe: AuthPauseProbe }>;
   redis: Set<RedisProbe>;
@@ -90,7 +94,7 @@ const watchedBy = new WeakMap<Registry, Watched>();
 function watchedOf(registry: Registry): Watched {
   let watched = watchedBy.get(registry);
   if (watched === undefined) {
-    watched = { queues: new Set(), pollSets: new Set(), authPauses: new Set(), redis: new Set() };
+    watched = { queues: new Set(), dueSets: new Set(), authPauses: new Set(), redis: new Set() };
     watchedBy.set(registry, watched);
   }
   return watched;
@@ -154,10 +158,10 @@ export class PipelineMetrics {
   readonly authPaused: Gauge<'queue'>;
   /** 1 when Redis answered a PING on this scrape, else 0. */
   readonly redisUp: Gauge;
-  /** Submitted queries in each partition's due set of polls, by state (`scheduled`, `due`). */
-  readonly pollSetQueries: Gauge<'partition' | 'state'>;
-  /** How long the oldest due poll of each partition has waited past its time (lease lateness). */
-  readonly pollOldestDue: Gauge<'partition'>;
+  /** Queries in each partition's due sets (`submit`, `poll`), by state (`scheduled`, `due`). */
+  readonly dueSetQueries: Gauge<'set' | 'partition' | 'state'>;
+  /** How long the oldest due member of each due set has waited past its time (lateness). */
+  readonly dueSetOldestDue: Gauge<'set' | 'partition'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -391,54 +395,55 @@ export class PipelineMetrics {
         }),
     );
     // Several roles of a process may watch one partition: the last reading of a partition wins.
-    const readPollSets = async () => {
+    const readDueSets = async () => {
       const now = Date.now();
       const read = await Promise.all(
-        [...watched.pollSets].map(async ({ partition, depth }) => ({
+        [...watched.dueSets].map(async ({ set, partition, depth }) => ({
+          set,
           partition: String(partition),
-          depth: await within(depth(now), QUEUE_COUNT_TIMEOUT_MS, 'poll set depth').catch(
+          depth: await within(depth(now), QUEUE_COUNT_TIMEOUT_MS, 'due set depth').catch(
             () => null,
           ),
         })),
       );
       return { now, read };
     };
-    this.pollSetQueries = reuse(
+    this.dueSetQueries = reuse(
       registry,
-      'cw_poll_set_queries',
+      'cw_due_set_queries',
       () =>
         new Gauge({
-          name: 'cw_poll_set_queries',
-          help: "Submitted queries in each partition's due set of polls: `scheduled` (waiting for their time or being polled) and `due` (their time has come: a backlog when it grows); read from Redis on every scrape.",
-          labelNames: ['partition', 'state'],
+          name: 'cw_due_set_queries',
+          help: "Queries in each partition's due sets: `set` submit (new queries waiting to be submitted) or poll (submitted queries waiting for their next poll); `state` scheduled (their time has not come, or a worker holds them) or due (their time has come: a backlog when it grows); read from Redis on every scrape.",
+          labelNames: ['set', 'partition', 'state'],
           registers,
           async collect() {
-            const { read } = await readPollSets();
+            const { read } = await readDueSets();
             this.reset();
-            for (const { partition, depth } of read) {
+            for (const { set, partition, depth } of read) {
               if (depth === null) continue;
-              this.set({ partition, state: 'scheduled' }, depth.size - depth.due);
-              this.set({ partition, state: 'due' }, depth.due);
+              this.set({ set, partition, state: 'scheduled' }, depth.size - depth.due);
+              this.set({ set, partition, state: 'due' }, depth.due);
             }
           },
         }),
     );
-    this.pollOldestDue = reuse(
+    this.dueSetOldestDue = reuse(
       registry,
-      'cw_poll_oldest_due_seconds',
+      'cw_due_set_oldest_due_seconds',
       () =>
         new Gauge({
-          name: 'cw_poll_oldest_due_seconds',
-          help: "Seconds the oldest due poll of each partition has waited past its time (0 when none is due): the poll scheduler's lateness; read from Redis on every scrape.",
-          labelNames: ['partition'],
+          name: 'cw_due_set_oldest_due_seconds',
+          help: "Seconds the oldest due member of each partition's due set (submit, poll) has waited past its time (0 when none is due): how late the workers are; read from Redis on every scrape.",
+          labelNames: ['set', 'partition'],
           registers,
           async collect() {
-            const { now, read } = await readPollSets();
+            const { now, read } = await readDueSets();
             this.reset();
-            for (const { partition, depth } of read) {
+            for (const { set, partition, depth } of read) {
               if (depth === null) continue;
               const oldest = depth.oldestDueAt;
-              this.set({ partition }, oldest === null ? 0 : Math.max(0, now - oldest) / 1_000);
+              this.set({ set, partition }, oldest === null ? 0 : Math.max(0, now - oldest) / 1_000);
             }
           },
         }),
@@ -482,13 +487,13 @@ export class PipelineMetrics {
   }
 
   /**
-   * Adds partitions' due sets of polls to `cw_poll_set_queries` and `cw_poll_oldest_due_seconds`;
+   * Adds partitions' due sets to `cw_due_set_queries` and `cw_due_set_oldest_due_seconds`;
    * returns a function that takes them out again.
    */
-  watchPollSets(...sets: WatchedPollSet[]): () => void {
-    for (const set of sets) this.#watched.pollSets.add(set);
+  watchDueSets(...sets: WatchedDueSet[]): () => void {
+    for (const set of sets) this.#watched.dueSets.add(set);
     return () => {
-      for (const set of sets) this.#watched.pollSets.delete(set);
+      for (const set of sets) this.#watched.dueSets.delete(set);
     };
   }
 

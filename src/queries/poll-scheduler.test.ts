@@ -6,7 +6,7 @@ import { LatencyProfiles } from './latency-profiles.ts';
 import { PollScheduler, type PollPorts, type PolledOutcome } from './poll-scheduler.ts';
 import { holdKey, PollSet, pollSetKey } from './poll-set.ts';
 import type { LifecycleRules, PollAnswer } from './query-lifecycle.ts';
-import type { QueryJobData } from './query-job.ts';
+import { queryOutboxKey, queryStateKey } from './query-outbox.ts';
 import { QueryState } from './query-state.ts';
 
 const RULES: LifecycleRules = {
@@ -31,7 +31,6 @@ describe('PollScheduler (real Redis)', () => {
   const answers = new Map<string, PollAnswer>();
   const sent: string[] = [];
   const delivered: ResultEvent[][] = [];
-  const resubmitted: QueryJobData[] = [];
   const outcomes: PolledOutcome[] = [];
   let pauses = 0;
 
@@ -43,9 +42,6 @@ describe('PollScheduler (real Redis)', () => {
     localIdOf: async (psid) => `local-${psid}`,
     async deliver(events) {
       delivered.push(events);
-    },
-    async resubmit(queries) {
-      resubmitted.push(...queries);
     },
     async pauseForAuth() {
       pauses += 1;
@@ -76,7 +72,7 @@ describe('PollScheduler (real Redis)', () => {
     });
     clock = 10_000;
     answers.clear();
-    for (const list of [sent, delivered, resubmitted, outcomes]) list.length = 0;
+    for (const list of [sent, delivered, outcomes]) list.length = 0;
     pauses = 0;
   });
   afterEach(() => env.cleanup());
@@ -143,10 +139,10 @@ describe('PollScheduler (real Redis)', () => {
     await submit('p1', 'j1');
     answers.set('j1', { kind: 'lost' });
     expect(await tickAndSettle(scheduler())).toBe(1);
-    expect(resubmitted).toMatchObject([
-      { patientServiceId: 'p1', step: 'submitting', resubmits: 1 },
-    ]);
+    // Back in the due set of new queries, due now, with its resubmission counted.
     expect(await env.redis.zcard(pollSetKey(env.prefix))).toBe(0);
+    expect(await env.redis.zscore(queryOutboxKey(env.prefix), 'p1|END002|1')).toBe(String(clock));
+    expect(await env.redis.hget(queryStateKey(env.prefix, 'p1', 'END002'), 'n:1')).toBe('1');
   });
 
   it('holds the partition for a 429 and pauses it for a refused key', async () => {

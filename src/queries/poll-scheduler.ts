@@ -28,8 +28,6 @@ export interface PollPorts {
   localIdOf(patientServiceId: string): Promise<string | undefined>;
   /** Hands finished results to the delivery side, all at once. */
   deliver(events: ResultEvent[]): Promise<void>;
-  /** Sends queries whose remote job was lost back to submission (durably). */
-  resubmit(queries: QueryJobData[]): Promise<void>;
   /** Pauses the partition's queries: the service refused the API key. */
   pauseForAuth(): Promise<void>;
 }
@@ -183,12 +181,13 @@ export class PollScheduler {
    * Stops leasing and waits up to `graceMs` for the polls in flight to be written back; those
    * still out are abandoned (their leases run out and they come due again).
    */
-  async close(graceMs = 2_000): Promise<void> {
+  async close(graceMs = 2_000): Promise<boolean> {
     this.#stopped = true;
     clearInterval(this.#timer);
-    const pending = Promise.all([this.#ticking, this.settled()]);
-    await Promise.race([pending, delay(graceMs, undefined, { ref: false })]);
+    const pending = Promise.all([this.#ticking, this.settled()]).then(() => true);
+    const done = await Promise.race([pending, delay(graceMs, false, { ref: false })]);
     this.#abort.abort(new Error('the poll scheduler is closing'));
+    return done;
   }
 
   #failed(err: unknown): void {
@@ -258,7 +257,8 @@ export class PollScheduler {
         case 'resubmit': {
           const data = dataOf(poll);
           resubmit.push({ ...data, step: 'submitting', resubmits: data.resubmits + 1 });
-          writes.push({ kind: 'resubmit', poll });
+          // Back to the due set of new queries, due now: the submission side sends it again.
+          writes.push({ kind: 'resubmit', poll, at: p.at, resubmits: data.resubmits + 1 });
           break;
         }
         case 'end':
@@ -287,17 +287,14 @@ export class PollScheduler {
     }
     const events = await this.#events(ended);
     if (events.length > 0) await ports.deliver(events.map((e) => e.event));
-    if (resubmit.length > 0) {
-      for (const data of resubmit) {
-        logger.warn(
-          { query_key: `${data.patientServiceId}/${data.ccsrCategory}`, resubmits: data.resubmits },
-          'remote job lost; submitting again',
-        );
-      }
-      await ports.resubmit(resubmit);
-      this.#o.metrics?.resubmissions.inc(resubmit.length);
-    }
     await this.#o.polls.apply(writes);
+    for (const data of resubmit) {
+      logger.warn(
+        { query_key: `${data.patientServiceId}/${data.ccsrCategory}`, resubmits: data.resubmits },
+        'remote job lost; submitting again',
+      );
+    }
+    if (resubmit.length > 0) this.#o.metrics?.resubmissions.inc(resubmit.length);
     const info = logger.isLevelEnabled('info');
     for (const { p, data, decision } of ended) {
       const eventId = events.find((e) => e.data === data)?.event.id ?? null;

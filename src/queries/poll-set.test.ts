@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { holdKey, latencyKey, PollSet, pollSetKey, type PolledRemoteJob } from './poll-set.ts';
-import { queryStateKey } from './query-outbox.ts';
+import { queryOutboxKey, queryStateKey } from './query-outbox.ts';
 import { QueryState } from './query-state.ts';
 
 const remote = (id: string, extra: Partial<PolledRemoteJob> = {}): PolledRemoteJob => ({
@@ -104,7 +104,7 @@ describe('PollSet (real Redis)', () => {
     await polls.apply([
       { kind: 'again', poll: a, at: 2_500, remote: { ...a.remote, polls: 1, lastPollAt: 1_000 } },
       { kind: 'end', poll: b, latencyMs: 700 },
-      { kind: 'resubmit', poll: c },
+      { kind: 'resubmit', poll: c, at: 1_500, resubmits: 1 },
     ]);
     expect(await env.redis.zrange(pollSetKey(env.prefix), '0', '-1')).toEqual(['p1|END002|1']);
     expect(await env.redis.zscore(pollSetKey(env.prefix), 'p1|END002|1')).toBe('2500');
@@ -116,8 +116,11 @@ describe('PollSet (real Redis)', () => {
     expect(await env.redis.hexists(qs('p1'), 'l:1')).toBe(0);
     expect(await env.redis.hmget(qs('p2'), 'r:1', 'c:1', 'l:1')).toEqual([null, null, null]);
     expect(await env.redis.lrange(latencyKey(env.prefix, 'END002'), 0, -1)).toEqual(['700']);
-    // The resubmitted query keeps its remote job until its new submission replaces it.
+    // The resubmitted query keeps its remote job until its new submission replaces it, and is due
+    // for submission again.
     expect(await env.redis.hexists(qs('p3'), 'r:1')).toBe(1);
+    expect(await env.redis.hget(qs('p3'), 'n:1')).toBe('1');
+    expect(await env.redis.zscore(queryOutboxKey(env.prefix), 'p3|END002|1')).toBe('1500');
     expect(await polls.latencies('END002')).toEqual([700]);
   });
 

@@ -1,7 +1,13 @@
 import type { RedisClient } from '../queues/redis-client.ts';
 import { LuaScript } from '../queues/lua-script.ts';
-import type { Triggers } from './query-state.ts';
-import { outboxMember, parseOutboxMember, type DueQuery } from './query-outbox.ts';
+import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
+import {
+  outboxMember,
+  parseOutboxMember,
+  queryOutboxKey,
+  type DueQuery,
+  type Triggers,
+} from './query-outbox.ts';
 
 /**
  * The due set of polls of one partition: one sorted set whose members name a submitted query
@@ -59,8 +65,8 @@ export type PollWrite =
   | { kind: 'again'; poll: LeasedPoll; at: number; remote: PolledRemoteJob }
   /** The query ended: forget its claim, submission and remote job; learn its latency. */
   | { kind: 'end'; poll: LeasedPoll; latencyMs?: number }
-  /** The query goes back to submission (its poll leaves the set). */
-  | { kind: 'resubmit'; poll: LeasedPoll }
+  /** The query goes back to submission (its poll leaves the set), due at `at`, `resubmits` after. */
+  | { kind: 'resubmit'; poll: LeasedPoll; at: number; resubmits: number }
   /** Held (429, refused key): due again at `at`, lease count reset. */
   | { kind: 'hold'; poll: LeasedPoll; at: number };
 
@@ -96,8 +102,9 @@ return out
 `);
 
 /**
- * Writes a batch of outcomes (ARGV[2], JSON [{m, k, at?, r?, lat?, cat?}]) of polls leased under
- * prefix ARGV[1]. A poll whose remote job is gone meanwhile (a purge) is not brought back.
+ * Writes a batch of outcomes (ARGV[2], JSON [{m, k, at?, r?, lat?, n?}]) of polls leased under
+ * prefix ARGV[1]; a resubmitted query goes back to the due set of new queries (KEYS[2]). A poll
+ * whose remote job is gone meanwhile (a purge) is not brought back.
  */
 const APPLY = new LuaScript(`
 local ops = cjson.decode(ARGV[2])
@@ -106,7 +113,7 @@ for _, op in ipairs(ops) do
   local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
   if op.k == 'end' then
     redis.call('ZREM', KEYS[1], op.m)
-    redis.call('HDEL', qs, 'c:' .. seq, 's:' .. seq, 'r:' .. seq, 'l:' .. seq)
+    redis.call('HDEL', qs, 'c:' .. seq, 's:' .. seq, 'r:' .. seq, 'l:' .. seq, 'f:' .. seq, 'n:' .. seq, 'i:' .. seq)
     if op.lat then
       local lk = ARGV[1] .. ':qlat:' .. cat
       redis.call('LPUSH', lk, op.lat)
@@ -115,6 +122,8 @@ for _, op in ipairs(ops) do
   elseif op.k == 'resubmit' then
     redis.call('ZREM', KEYS[1], op.m)
     redis.call('HDEL', qs, 'l:' .. seq)
+    redis.call('HSET', qs, 'n:' .. seq, op.n)
+    redis.call('ZADD', KEYS[2], op.at, op.m)
   elseif redis.call('HEXISTS', qs, 'r:' .. seq) == 1 then
     if op.r then redis.call('HSET', qs, 'r:' .. seq, op.r) end
     redis.call('HDEL', qs, 'l:' .. seq)
@@ -194,23 +203,21 @@ export class PollSet {
         case 'hold':
           return { m, k: 'again', at: w.at };
         case 'resubmit':
-          return { m, k: 'resubmit' };
+          return { m, k: 'resubmit', at: w.at, n: w.resubmits };
         case 'end':
           return w.latencyMs === undefined ? { m, k: 'end' } : { m, k: 'end', lat: w.latencyMs };
       }
     });
     await APPLY.run(
       this.#o.redis,
-      [this.key],
+      [this.key, queryOutboxKey(this.#o.prefix)],
       [this.#o.prefix, JSON.stringify(ops), this.#o.latencyWindow ?? 64],
     );
   }
 
-  /** Holds every poll of the partition for `ms` (a 429); an existing longer hold stays. */
+  /** Holds the partition's leases for `ms` (a 429); an existing longer hold stays. */
   async hold(ms: number, reason: string): Promise<void> {
-    const current = await this.#o.redis.pttl(this.#o.holdKey);
-    if (current >= ms) return;
-    await this.#o.redis.set(this.#o.holdKey, reason, 'PX', Math.max(1, Math.round(ms)));
+    await holdDueSet(this.#o.redis, this.#o.holdKey, ms, reason);
   }
 
   /** The recent latencies (ms) of `category`'s jobs in this partition, newest first. */
@@ -219,14 +226,9 @@ export class PollSet {
     return values.map(Number).filter((n) => Number.isFinite(n));
   }
 
-  /** Polls in the set, and those due by `now` (a backlog when it grows). */
-  async depth(now: number): Promise<{ size: number; due: number; oldestDueAt: number | null }> {
-    const [size, due, oldest] = await Promise.all([
-      this.#o.redis.zcard(this.key),
-      this.#o.redis.zcount(this.key, '-inf', now),
-      this.#o.redis.zrangebyscore(this.key, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1),
-    ]);
-    return { size, due, oldestDueAt: oldest[1] === undefined ? null : Number(oldest[1]) };
+  /** How full the set is at `now`. */
+  depth(now: number): Promise<DueSetDepth> {
+    return dueSetDepth(this.#o.redis, this.key, now);
   }
 }
 

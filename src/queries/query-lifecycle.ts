@@ -250,7 +250,18 @@ export function decideBeforePoll(
   rules: Pick<LifecycleRules, 'deliverSuperseded' | 'maxStalledCount'>,
 ): EndDecision | ForgetDecision | undefined {
   if (facts.superseded) return supersededDecision(rules, true);
-  if (facts.leases > rules.maxStalledCount + 1) {
+  return decideStalled(facts.leases, rules);
+}
+
+/**
+ * A query leased `leases` times since its last written outcome (this lease included): more than
+ * `max_stalled_count` + 1 means its workers kept dying with it, and it ends `ERR_QUERY_STALLED`.
+ */
+export function decideStalled(
+  leases: number,
+  rules: Pick<LifecycleRules, 'maxStalledCount'>,
+): EndDecision | undefined {
+  if (leases > rules.maxStalledCount + 1) {
     return end('failed', {
       code: 'ERR_QUERY_STALLED',
       message: `the query's worker stopped more than ${rules.maxStalledCount} times while it ran`,

@@ -108,3 +108,11 @@ local function schedule_query(qs_key, outbox_key, psid, category, event_id, at, 
   return pending, coalesced
 end
 `;
+
+/** What a query was triggered by: the newest event ids (capped), their count and time span. */
+export interface Triggers {
+  eventIds: string[];
+  count: number;
+  firstAt: string;
+  lastAt: string;
+}

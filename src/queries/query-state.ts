@@ -11,13 +11,8 @@ export interface Trigger {
   at: string;
 }
 
-/** What a query was triggered by: the newest event ids (capped), their count and time span. */
-export interface Triggers {
-  eventIds: string[];
-  count: number;
-  firstAt: string;
-  lastAt: string;
-}
+import type { Triggers } from './query-outbox.ts';
+export type { Triggers };
 
 /** How many event ids a query remembers; a burst of thousands keeps only the newest. */
 export const MAX_TRIGGER_IDS = 100;
@@ -55,8 +50,9 @@ const SUBMITTED = new LuaScript(`
 local current = tonumber(redis.call('HGET', KEYS[1], 'submitted') or '0')
 if tonumber(ARGV[1]) > current then redis.call('HSET', KEYS[1], 'submitted', ARGV[1]) end
 redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
-redis.call('HDEL', KEYS[1], 's:' .. ARGV[1], 'l:' .. ARGV[1])
+redis.call('HDEL', KEYS[1], 's:' .. ARGV[1], 'l:' .. ARGV[1], 'f:' .. ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[4])
 return current
 `);
 
@@ -173,8 +169,9 @@ export class QueryState {
   }
 
   /**
-   * Stores query `seq`'s remote job in one step, right as the service answered, and puts its first
-   * poll in its partition's due set of polls at `firstPollAt`: from now on older queries of the
+   * Stores query `seq`'s remote job in one step, right as the service answered, takes it out of
+   * the due set of new queries and puts its first poll in its partition's due set of polls at
+   * `firstPollAt`: from now on older queries of the
    * key are superseded, and this query is never submitted again.
    */
   async markSubmitted(
@@ -187,7 +184,7 @@ export class QueryState {
     const prefix = patientPrefix(this.#prefix, patientServiceId);
     await SUBMITTED.run(
       this.#redis,
-      [this.#key(patientServiceId, category), pollSetKey(prefix)],
+      [this.#key(patientServiceId, category), pollSetKey(prefix), queryOutboxKey(prefix)],
       [
         seq,
         JSON.stringify(remote),
@@ -211,6 +208,9 @@ export class QueryState {
       `s:${seq}`,
       `r:${seq}`,
       `l:${seq}`,
+      `f:${seq}`,
+      `n:${seq}`,
+      `i:${seq}`,
     );
   }
 }

@@ -128,6 +128,23 @@ export class RecordStore {
       'clinical',
       'updated_at',
     );
+    return this.opened(patientServiceId, { version, sealed, clinical, updatedAt });
+  }
+
+  /**
+   * The stored record from the raw fields of its hash (`version`, `record`, `clinical`,
+   * `updated_at`), as a script read them; `undefined` when there is none.
+   */
+  opened(
+    patientServiceId: string,
+    raw: {
+      version: string | null | undefined;
+      sealed: string | null | undefined;
+      clinical: string | null | undefined;
+      updatedAt: string | null | undefined;
+    },
+  ): StoredRecord | undefined {
+    const { version, sealed, clinical, updatedAt } = raw;
     if (version == null) return undefined;
     return {
       version: Number(version),

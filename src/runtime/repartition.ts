@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
 import { pollSetKey } from '../queries/poll-set.ts';
+import { workersPresent } from '../queries/worker-presence.ts';
 import { queryOutboxKey } from '../queries/query-outbox.ts';
 import type { Partitions } from '../queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
@@ -69,6 +70,10 @@ export async function repartitionBlockers(
   for (const prefix of from.prefixes) {
     const due = await redis.zcard(queryOutboxKey(prefix));
     if (due > 0) blockers.push(`${prefix} has ${due} due quer(ies) not yet queued`);
+    const present = await workersPresent(redis, prefix);
+    if (present > 0) {
+      blockers.push(`${present} worker(s) of ${prefix}:${CONCORDANCE_QUERIES} are connected`);
+    }
     const polled = await redis.zcard(pollSetKey(prefix));
     if (polled > 0) blockers.push(`${prefix} has ${polled} submitted quer(ies) still polled`);
     const lines = await redis.scard(`${prefix}:webhook:keys`);

@@ -3,7 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
 import type { Logger } from '../observability/logger.ts';
-import type { WatchedPollSet } from '../observability/pipeline-metrics.ts';
+import type { WatchedDueSet } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { commandConnection, redisAnswers, workerConnection } from '../queues/redis-connections.ts';
 import { createServiceClient } from '../service/create-service-client.ts';
@@ -163,9 +163,9 @@ export async function runWorker(
   const start = async () => {
     await redisReady(redis, stopping.signal);
     const served: { queue: QueueWorker['queue']; partition: number }[] = [];
-    const pollSets: WatchedPollSet[] = [];
+    const dueSets: WatchedDueSet[] = [];
     const add = (entry: QueueWorker, partition: number) => {
-      outages.listen(entry.name, entry.worker, entry.queue);
+      outages.listen(entry.name, ...(entry.worker ? [entry.worker] : []), entry.queue);
       registry.add(entry);
       served.push({ queue: entry.queue, partition });
     };
@@ -174,8 +174,7 @@ export async function runWorker(
       const prefix = partitions.prefixAt(p);
       const log = partitions.count > 1 ? logger.child({ partition: p }) : logger;
       const queries = await initConcordanceQueries({
-        connection: redis,
-        commands,
+        connection: commands,
         prefix,
         keySpace: partitions,
         config,
@@ -189,8 +188,13 @@ export async function runWorker(
         metrics,
         demographics,
       });
-      add(queries, p);
-      pollSets.push({ partition: p, depth: (now) => queries.poller.depth(now) });
+      // The query queue of the design before the due sets is not watched: it only drains.
+      registry.add(queries);
+      outages.listen(queries.name, queries.queue);
+      dueSets.push(
+        { set: 'submit', partition: p, depth: (now) => queries.submitter.depth(now) },
+        { set: 'poll', partition: p, depth: (now) => queries.poller.depth(now) },
+      );
       if (config.delivery.webhook.url !== null) {
         add(
           await initWebhookDeliveries({
@@ -213,7 +217,7 @@ export async function runWorker(
     }
     // Every queue this process knows, read on each scrape.
     const unwatchQueues = metrics.watchQueues(...served, ...outboundQueues);
-    const unwatchPolls = metrics.watchPollSets(...pollSets);
+    const unwatchPolls = metrics.watchDueSets(...dueSets);
     const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
     // cw_queue_auth_paused: the flag a worker sets when the service refuses the API key.
     const unwatchPauses = registry.entries.map(({ queue }) => {

@@ -5,9 +5,15 @@ import { closeWorker, settlesWithin, type WorkerCloseOutcome } from './close-wor
 export interface QueueWorker {
   name: string;
   queue: Queue;
-  worker: Worker;
-  /** Stops what runs beside the worker (the query worker's dispatcher and poll scheduler). */
-  stop?: () => Promise<void>;
+  /** The BullMQ worker (the webhook deliveries'); the queries run without one. */
+  worker?: Worker;
+  /** True while it runs, for an entry without a BullMQ worker. @defaultValue true */
+  running?: () => boolean;
+  /**
+   * Stops what runs without a BullMQ worker (the queries' schedulers); false when it had to leave
+   * work in flight (Redis unreachable: it comes back when its leases run out).
+   */
+  stop?: () => Promise<boolean>;
 }
 
 /** The running queue workers of a process; closes every worker before any queue. */
@@ -37,7 +43,10 @@ export class WorkerRegistry {
 
   /** True when every worker is running (for /readyz). */
   allRunning(): boolean {
-    return this.#entries.length > 0 && this.#entries.every((e) => e.worker.isRunning());
+    return (
+      this.#entries.length > 0 &&
+      this.#entries.every((e) => e.worker?.isRunning() ?? e.running?.() ?? true)
+    );
   }
 
   /**
@@ -51,11 +60,21 @@ export class WorkerRegistry {
       this.#entries.map(async ({ name, worker, stop }) => {
         // A tenth of the budget is kept for the queues.
         const budget = (until - Date.now()) * 0.9;
-        const [outcome] = await Promise.all([
-          closeWorker(worker, budget),
-          stop === undefined ? undefined : settlesWithin(stop(), budget),
+        const stopped: { clean?: boolean } = {};
+        const [outcome, settled] = await Promise.all([
+          worker === undefined ? undefined : closeWorker(worker, budget),
+          stop === undefined
+            ? undefined
+            : settlesWithin(
+                stop().then((clean) => {
+                  stopped.clean = clean;
+                }),
+                budget,
+              ),
         ]);
-        this.#onClosed?.(name, outcome);
+        const ownOutcome: WorkerCloseOutcome =
+          settled === false ? 'abandoned' : stopped.clean === false ? 'forced' : 'closed';
+        this.#onClosed?.(name, outcome ?? ownOutcome);
       }),
     );
     await settlesWithin(Promise.all(this.#entries.map((e) => e.queue.close())), until - Date.now());

@@ -3,9 +3,17 @@ import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import {
   initConcordanceQueries,
-  type QueryJobResult,
+  type ConcordanceQueries,
   type ResultSink,
 } from '../../workers/concordance-queries.ts';
+import type { PolledOutcome } from '../../src/queries/poll-scheduler.ts';
+import type { SubmitOutcome } from '../../src/queries/submit-scheduler.ts';
+
+/** How a query ended, as tests read it. */
+export interface QueryJobResult {
+  outcome: string;
+  eventId: string | null;
+}
 import type { Config } from '../../src/config/config-schema.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import { serviceClientOptions } from '../../src/config/service-client-options.ts';
@@ -100,18 +108,14 @@ export const sampleRecord = (
   ...extra,
 });
 
-const sameKey = (a: QueryJobData, b: QueryJobData) =>
-  a.patientServiceId === b.patientServiceId && a.ccsrCategory === b.ccsrCategory;
-
 /**
  * The real pieces of the query pipeline wired together on an isolated Redis prefix, against a
  * real local Clinical Graph Service: the scheduler, the worker and the outbound queue.
  */
 export class PipelineHarness {
-  readonly outcomes: { result: QueryJobResult; data: QueryJobData }[] = [];
+  /** Ended queries, with the partition whose worker ended them. */
+  readonly outcomes: { result: QueryJobResult; data: QueryJobData; partition: number }[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
-  /** Outcomes reported by the processor whose jobs are not completed yet. */
-  readonly #ended: { result: QueryJobResult; data: QueryJobData }[] = [];
   #closers: (() => Promise<unknown>)[] = [];
 
   readonly config: Config;
@@ -305,9 +309,19 @@ export class PipelineHarness {
         },
       ),
     );
-    // One query worker (and due-set dispatcher) per partition, as `concordance-worker work` runs.
-    const started: Awaited<ReturnType<typeof initConcordanceQueries>>[] = [];
-    for (const partitionPrefix of this.partitions.prefixes) {
+    // The queries of every partition, as `concordance-worker work` runs them. An outcome is
+    // reported once it is written.
+    const outcomeIn =
+      (partition: number) =>
+      ({ data, decision, eventId }: SubmitOutcome | PolledOutcome) =>
+        this.#record({
+          result: { outcome: decision.kind === 'end' ? decision.outcome : 'superseded', eventId },
+          data,
+          partition,
+        });
+    const started: ConcordanceQueries[] = [];
+    for (const [partition, partitionPrefix] of this.partitions.prefixes.entries()) {
+      const outcome = outcomeIn(partition);
       started.push(
         await initConcordanceQueries({
           connection,
@@ -321,32 +335,13 @@ export class PipelineHarness {
           sink,
           logger: this.logs.logger,
           metrics: this.metrics,
-          onOutcome: (result, data) => this.#ended.push({ result, data }),
-          // A query that ends in a poll has its outcome written when this is called.
-          onPolledOutcome: ({ data, decision, eventId }) =>
-            this.#record({
-              result: {
-                outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
-                eventId,
-              },
-              data,
-            }),
+          onSubmitOutcome: outcome,
+          onPolledOutcome: outcome,
         }),
       );
     }
-    // An outcome counts once its job is completed in Redis (attemptsMade and all), not when the
-    // processor reports it a moment earlier: tests read the job right after untilOutcomes().
-    const onCompleted = (job: { data: QueryJobData }) => {
-      const index = this.#ended.findIndex(
-        (o) => o.data.seq === job.data.seq && sameKey(o.data, job.data),
-      );
-      const [ended] = index === -1 ? [] : this.#ended.splice(index, 1);
-      if (ended !== undefined) this.#record(ended);
-    };
-    for (const { worker } of started) worker.on('completed', onCompleted);
     const close = async () => {
       await Promise.all(started.map((entry) => entry.stop()));
-      for (const { worker } of started) await worker.close();
       for (const { queue } of started) await queue.close();
       connection.disconnect();
     };
@@ -354,7 +349,7 @@ export class PipelineHarness {
     return { close };
   }
 
-  #record(ended: { result: QueryJobResult; data: QueryJobData }): void {
+  #record(ended: { result: QueryJobResult; data: QueryJobData; partition: number }): void {
     this.outcomes.push(ended);
     for (const waiter of this.#waiters.splice(0)) {
       if (this.outcomes.length >= waiter.count) waiter.resolve();

@@ -142,8 +142,7 @@ describe('metrics of the dashboard and the alert rules', () => {
       () => scrape(workerUrl),
       (s) =>
         total(s.samples, 'cw_deliveries_total', { outcome: 'delivered' }) === 2 &&
-        total(s.samples, 'cw_queue_jobs', { queue: 'concordance-queries', state: 'completed' }) ===
-          1,
+        total(s.samples, 'cw_queries_finished_total', { outcome: 'completed' }) === 1,
     );
     ingest = await scrape(ingestUrl);
   });
@@ -177,6 +176,8 @@ describe('metrics of the dashboard and the alert rules', () => {
       'cw_queue_jobs',
       'cw_queue_oldest_waiting_seconds',
       'cw_poll_lateness_seconds',
+      'cw_due_set_queries',
+      'cw_due_set_oldest_due_seconds',
       'cw_service_request_duration_seconds',
       'cw_service_requests_total',
       'cw_deliveries_total',
@@ -192,21 +193,24 @@ describe('metrics of the dashboard and the alert rules', () => {
   });
 
   it('reports the new operations gauges from both roles', () => {
-    for (const { samples } of [ingest, worker]) {
-      expect(total(samples, 'cw_redis_up')).toBe(1);
+    for (const { samples } of [ingest, worker]) expect(total(samples, 'cw_redis_up')).toBe(1);
+    // The query queue of 0.1 (purges still look in it) on the ingest; the due sets on the worker.
+    expect(
+      ingest.samples.some(
+        (s) =>
+          s.name === 'cw_queue_oldest_waiting_seconds' && s.labels.queue === 'concordance-queries',
+      ),
+    ).toBe(true);
+    for (const set of ['submit', 'poll']) {
       expect(
-        samples.some(
-          (s) =>
-            s.name === 'cw_queue_oldest_waiting_seconds' &&
-            s.labels.queue === 'concordance-queries',
+        worker.samples.some(
+          (s) => s.name === 'cw_due_set_oldest_due_seconds' && s.labels.set === set,
         ),
       ).toBe(true);
     }
     expect(total(ingest.samples, 'cw_record_updates_stored_total')).toBe(1);
     // Nothing waits once the one query is done; the workers' queues are not auth-paused.
-    expect(
-      total(worker.samples, 'cw_queue_oldest_waiting_seconds', { queue: 'concordance-queries' }),
-    ).toBe(0);
+    expect(total(worker.samples, 'cw_due_set_oldest_due_seconds')).toBe(0);
     expect(
       worker.samples
         .filter((s) => s.name === 'cw_queue_auth_paused')

@@ -183,12 +183,10 @@ describe.each<Mode>(['ingest and work', 'start'])('metrics of `%s`', (mode) => {
       async () => (await results.getJobs(['wait', 'active', 'completed'])).length,
       (n) => n === 1,
     );
-    // The query job leaves `active` just after its event is out: wait for Redis to say so.
+    // The query's outcome is written just after its event is out: wait for the worker to say so.
     worker = await eventually(
       () => scrape(workerUrl),
-      (s) =>
-        total(s.samples, 'cw_queue_jobs', { queue: 'concordance-queries', state: 'completed' }) ===
-        1,
+      (s) => total(s.samples, 'cw_queries_finished_total', { outcome: 'completed' }) === 1,
     );
     ingest = await scrape(ingestUrl);
   });
@@ -247,8 +245,10 @@ describe.each<Mode>(['ingest and work', 'start'])('metrics of `%s`', (mode) => {
 
     // Read from Redis at scrape time: the result waits for the hospital's consumer.
     expect(total(s, 'cw_queue_jobs', { queue: 'concordance-results', state: 'waiting' })).toBe(1);
-    expect(total(s, 'cw_queue_jobs', { queue: 'concordance-queries', state: 'completed' })).toBe(1);
-    expect(total(s, 'cw_queue_jobs', { queue: 'concordance-queries', state: 'active' })).toBe(0);
+    // The query is done: neither due set holds anything of it any more.
+    expect(total(s, 'cw_due_set_queries', { set: 'submit' })).toBe(0);
+    expect(total(s, 'cw_due_set_queries', { set: 'poll' })).toBe(0);
+    expect(has(s, 'cw_due_set_queries', { set: 'poll', partition: '0', state: 'due' })).toBe(true);
     // The consumer lag: one event waits, and the age of the oldest is reported for it.
     expect(total(s, 'cw_outbound_queue_waiting', { queue: 'concordance-results' })).toBe(1);
     expect(

@@ -100,7 +100,7 @@ describe('worker /healthz and /readyz', () => {
     const url = await startWorker();
     const entry = running?.workers.entries[0];
     expect(entry?.name).toBe('concordance-queries');
-    await entry?.worker.close();
+    await entry?.stop?.();
 
     expect(await probe(`${url}/readyz`)).toEqual({
       status: 503,

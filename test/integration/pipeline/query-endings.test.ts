@@ -1,11 +1,8 @@
-import { Worker } from 'bullmq';
+import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { QueryDispatcher } from '../../../src/queries/query-dispatcher.ts';
-import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
-import { workerConnection } from '../../../src/queues/redis-connections.ts';
+import { DueQueries, submitHoldKey } from '../../../src/queries/due-queries.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
-import { testRedisEndpoint } from '../../support/redis.ts';
 
 /** Every query ends with an event, whatever the service answers and whatever befalls its job. */
 describe('every query ends with an event', () => {
@@ -75,10 +72,8 @@ describe('every query ends with an event', () => {
     });
   });
 
-  it('a query whose job stalls more often than allowed ends failed with ERR_QUERY_STALLED', async () => {
-    const config = testConfig({
-      queries: { max_stalled_count: 0, lock_duration_ms: 1_000, failed_sweep_ms: 200 },
-    });
+  it('a query whose workers keep dying with it ends failed with ERR_QUERY_STALLED', async () => {
+    const config = testConfig({ queries: { max_stalled_count: 1 } });
     harness = await PipelineHarness.start({ config });
     const { patientServiceId } = await harness.update(
       'MRN-STALL',
@@ -86,53 +81,37 @@ describe('every query ends with an event', () => {
       sampleRecord('stall'),
       'ev-1',
     );
-    // The patient's partition's queue and due set (the only ones without partitions).
+    // The patient's partition's due set (the only one without partitions).
     const prefix = harness.partitions.prefixOf(patientServiceId);
-    const queue = harness.queueOf(patientServiceId);
-    // A worker that takes the query and dies holding it: its lock is never renewed.
-    const connection = workerConnection(testRedisEndpoint(), 'test-dying-worker');
-    const dying = new Worker(CONCORDANCE_QUERIES, null, {
-      connection,
+    const due = new DueQueries({
+      redis: harness.redis,
       prefix,
-      lockDuration: 1_000,
-      skipLockRenewal: true,
-      skipStalledCheck: true,
-      autorun: false,
+      holdKey: submitHoldKey(prefix),
+      pauseKey: `${prefix}:not-paused`,
     });
-    try {
-      // The due query becomes a job (as a worker's dispatcher would make it), which the dying
-      // worker takes before any live worker runs.
-      const dispatcher = new QueryDispatcher({
-        redis: harness.redis,
-        prefix,
-        queue,
-        logger: harness.logs.logger,
-      });
+    // Two workers claim the query and die holding it: their claims are never written back, and
+    // their leases (ending at once here) run out.
+    for (let dead = 0; dead < 2; dead++) {
       await eventually(
-        () => dispatcher.dispatchDue(),
-        (queued) => queued === 1,
+        () => due.claim(Date.now(), Date.now(), [randomUUID()]),
+        (claimed) => claimed.length === 1,
         { timeoutMs: 10_000 },
       );
-      const taken = await dying.getNextJob('dying-token');
-      expect(taken?.data).toMatchObject({ ccsrCategory: 'END002' });
-      await harness.startWorker();
-
-      const [event] = await eventually(
-        () => harness.delivered(),
-        (events) => events.length === 1,
-        { timeoutMs: 20_000 },
-      );
-      expect(event).toMatchObject({
-        status: 'failed',
-        error: { code: 'ERR_QUERY_STALLED' },
-        ccsr_category: 'END002',
-      });
-      // The failed job was given its event and removed: nothing is left to end silently.
-      expect(await queue.getFailedCount()).toBe(0);
-      expect(await harness.submissions()).toHaveLength(0);
-    } finally {
-      await dying.close();
-      connection.disconnect();
     }
+    await harness.startWorker();
+
+    const [event] = await eventually(
+      () => harness.delivered(),
+      (events) => events.length === 1,
+      { timeoutMs: 20_000 },
+    );
+    expect(event).toMatchObject({
+      status: 'failed',
+      error: { code: 'ERR_QUERY_STALLED' },
+      ccsr_category: 'END002',
+    });
+    // Ended, and forgotten: nothing is left due.
+    expect(await harness.redis.zcard(due.key)).toBe(0);
+    expect(await harness.submissions()).toHaveLength(0);
   });
 });

@@ -77,14 +77,10 @@ describe('partitions on a 3-node Redis Cluster (REDIS_PARTITIONS=3)', () => {
       expect(await h.redis.exists(`${prefix}:rec:${psid}`)).toBe(1);
       expect(await h.redis.exists(`${prefix}:xwr:${psid}`)).toBe(1);
     }
-    // Each partition's queue ran its own patients' queries.
-    for (const [p, queue] of h.queues.entries()) {
-      const done = await queue.getJobs(['completed']);
-      expect(done.map((job) => h.partitions.indexOf(String(job.data.patientServiceId)))).toEqual([
-        p,
-        p,
-        p,
-      ]);
+    // Each partition's worker ran its own patients' queries, three each.
+    for (const p of [0, 1, 2]) {
+      const done = h.outcomes.filter((o) => o.partition === p);
+      expect(done.map((o) => h.partitions.indexOf(o.data.patientServiceId))).toEqual([p, p, p]);
     }
     expect(await h.submissions()).toHaveLength(9);
     const events = await h.delivered();

@@ -71,6 +71,9 @@ describe('concordance-worker redis repartition (changing REDIS_PARTITIONS on an 
     ).rejects.toThrow(/worker\(s\) of .*concordance-queries are connected/);
     expect((await redisKeys(one.redis, one.prefix)).sort()).toEqual(before);
     await worker.close();
+    // The stopped worker's presence is gone with it; nothing else changed.
+    const drained = (await redisKeys(one.redis, one.prefix)).sort();
+    expect(before.filter((key) => !drained.includes(key))).toEqual([`${one.prefix}:qworkers`]);
 
     // A dry run counts and changes nothing; the run moves; a second run moves nothing.
     const dry = await repartition({
@@ -79,7 +82,7 @@ describe('concordance-worker redis repartition (changing REDIS_PARTITIONS on an 
       to: three,
       dryRun: true,
     });
-    expect((await redisKeys(one.redis, one.prefix)).sort()).toEqual(before);
+    expect((await redisKeys(one.redis, one.prefix)).sort()).toEqual(drained);
     const report = await repartition({ redis: one.redis, from: one.partitions, to: three });
     expect(report).toEqual(dry);
     expect(report.moved.rec).toBeGreaterThan(0);

@@ -1,0 +1,283 @@
+import { LuaScript } from '../queues/lua-script.ts';
+import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
+import { parseOutboxMember, queryOutboxKey, type DueQuery } from './query-outbox.ts';
+import type { PolledRemoteJob } from './poll-set.ts';
+import type { Triggers } from './query-state.ts';
+
+/**
+ * The due set of new queries of one partition (`qdue`, written by ingest, see query-outbox.ts) as
+ * the submission side leases it: one script claims up to a batch of due queries and reads, in the
+ * same step, everything their submission needs — the claimed triggers, the newest submitted seq,
+ * a remote job an earlier attempt stored, the attempt and lease counts, the opt-out, the record's
+ * sealed fields and the sealed local id. All those keys share the partition's hash tag, so this
+ * works on Redis Cluster.
+ *
+ * Per query the coalescing hash (`qs:<psid>:<category>`) holds, besides what QueryState keeps:
+ * `i:<seq>` the query's id (its result event's), `l:<seq>` leases since its last written outcome,
+ * `f:<seq>` failed attempts (transient), `n:<seq>` resubmissions (after lost remote jobs).
+ */
+
+/** A due query leased by {@link DueQueries.claim}, with what its submission needs. */
+export interface ClaimedQuery extends DueQuery {
+  member: string;
+  dueAt: number;
+  queryId: string;
+  triggers: Triggers;
+  /** The newest submitted seq of its key. */
+  submitted: number;
+  /** A remote job an earlier submission of this query stored (this or an older resubmission). */
+  remote: PolledRemoteJob | undefined;
+  resubmits: number;
+  /** Failed (transient) attempts so far. */
+  failures: number;
+  /** Leases since its last written outcome, this one included (> 1: a worker died with it). */
+  leases: number;
+  optedOut: boolean;
+  /** The record's hash fields, sealed (see RecordStore.opened); `version` null when none. */
+  record: {
+    version: string | null;
+    sealed: string | null;
+    clinical: string | null;
+    updatedAt: string | null;
+  };
+  /** The sealed local id (`xwr:<psid>`), null when the crosswalk no longer knows the patient. */
+  sealedLocalId: string | null;
+}
+
+/** What happens to a claimed query, written back by {@link DueQueries.apply}. */
+export type DueWrite =
+  /** Ended (or superseded, stale): forgotten. */
+  | { kind: 'end'; query: DueQuery & { member: string } }
+  /** A transient failure: one more failed attempt; due again at `at`. */
+  | { kind: 'retry'; query: DueQuery & { member: string }; at: number }
+  /**
+   * Due again at `at` without an attempt counted (held for a rate limit or a refused key, waiting
+   * for a birth date); `abandon`: an answer came that created no job (the attempt is over).
+   */
+  | { kind: 'later'; query: DueQuery & { member: string }; at: number; abandon?: boolean };
+
+const CLAIM = new LuaScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return {} end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
+local p = ARGV[4]
+local out = {}
+local n = 0
+for i = 1, #due, 2 do
+  local member = due[i]
+  local psid, cat, seq = string.match(member, '^(.*)|([^|]*)|(%d+)$')
+  local claimed = false
+  local qs = ''
+  if psid then
+    qs = p .. ':qs:' .. psid .. ':' .. cat
+    claimed = redis.call('HGET', qs, 'c:' .. seq)
+    if not claimed and redis.call('HGET', qs, 'pending') == seq then
+      local t = redis.call('HMGET', qs, 'p_events', 'p_count', 'p_first_at', 'p_last_at')
+      claimed = cjson.encode({eventIds = cjson.decode(t[1]), count = tonumber(t[2]), firstAt = t[3], lastAt = t[4]})
+      redis.call('HDEL', qs, 'pending', 'p_events', 'p_count', 'p_first_at', 'p_last_at')
+      redis.call('HSET', qs, 'c:' .. seq, claimed)
+    end
+  end
+  if not claimed then
+    redis.call('ZREM', KEYS[1], member)
+  else
+    n = n + 1
+    redis.call('ZADD', KEYS[1], 'XX', ARGV[3], member)
+    redis.call('HSETNX', qs, 'i:' .. seq, ARGV[4 + n])
+    local f = redis.call('HMGET', qs, 'submitted', 'r:' .. seq, 'n:' .. seq, 'f:' .. seq, 'i:' .. seq)
+    local leases = redis.call('HINCRBY', qs, 'l:' .. seq, 1)
+    local rec = redis.call('HMGET', p .. ':rec:' .. psid, 'version', 'record', 'clinical', 'updated_at')
+    out[#out + 1] = member
+    out[#out + 1] = due[i + 1]
+    out[#out + 1] = claimed
+    out[#out + 1] = f[1] or '0'
+    out[#out + 1] = f[2] or ''
+    out[#out + 1] = f[3] or '0'
+    out[#out + 1] = f[4] or '0'
+    out[#out + 1] = f[5]
+    out[#out + 1] = leases
+    out[#out + 1] = redis.call('EXISTS', p .. ':optout:' .. psid)
+    out[#out + 1] = rec[1] or ''
+    out[#out + 1] = rec[2] or ''
+    out[#out + 1] = rec[3] or ''
+    out[#out + 1] = rec[4] or ''
+    out[#out + 1] = redis.call('GET', p .. ':xwr:' .. psid) or ''
+  end
+end
+return out
+`);
+const COLUMNS = 15;
+
+/**
+ * Before the submissions of a batch are sent (ARGV[2], JSON [{m, n}]: member, resubmissions): for
+ * each, 'stored' and the remote job when an earlier attempt of this (re)submission stored one
+ * (never submit twice), else marks the attempt begun and answers 'interrupted' when an earlier
+ * attempt had begun without storing its answer (its worker died during the POST), or 'new'.
+ */
+const BEGIN = new LuaScript(`
+local ops = cjson.decode(ARGV[2])
+local out = {}
+for _, op in ipairs(ops) do
+  local psid, cat, seq = string.match(op.m, '^(.*)|([^|]*)|(%d+)$')
+  local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
+  local remote = redis.call('HGET', qs, 'r:' .. seq)
+  local state = 'new'
+  if remote and tostring(cjson.decode(remote).resubmits) == tostring(op.n) then
+    state = 'stored'
+  else
+    remote = ''
+    local begun = redis.call('HGET', qs, 's:' .. seq)
+    redis.call('HSET', qs, 's:' .. seq, op.n)
+    if begun == tostring(op.n) then state = 'interrupted' end
+  end
+  out[#out + 1] = state
+  out[#out + 1] = remote
+end
+return out
+`);
+
+/** Writes back the outcomes (ARGV[2], JSON [{m, k, at?, a?}]) of claimed queries. */
+const APPLY = new LuaScript(`
+local ops = cjson.decode(ARGV[2])
+for _, op in ipairs(ops) do
+  local psid, cat, seq = string.match(op.m, '^(.*)|([^|]*)|(%d+)$')
+  local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
+  if op.k == 'end' then
+    redis.call('ZREM', KEYS[1], op.m)
+    redis.call('HDEL', qs, 'c:' .. seq, 's:' .. seq, 'r:' .. seq, 'l:' .. seq, 'f:' .. seq, 'n:' .. seq, 'i:' .. seq)
+  elseif redis.call('HEXISTS', qs, 'c:' .. seq) == 0 then
+    redis.call('ZREM', KEYS[1], op.m)
+  else
+    if op.k == 'retry' then redis.call('HINCRBY', qs, 'f:' .. seq, 1) end
+    if op.k == 'retry' or op.a then redis.call('HDEL', qs, 's:' .. seq) end
+    redis.call('HDEL', qs, 'l:' .. seq)
+    redis.call('ZADD', KEYS[1], 'XX', op.at, op.m)
+  end
+end
+return #ops
+`);
+
+export interface DueQueriesOptions {
+  /** A worker connection of the partition. */
+  redis: RedisClient;
+  /** The partition's prefix (its hash tag). */
+  prefix: string;
+  /** The key whose existence holds the partition's submissions (a rate limit). */
+  holdKey: string;
+  /** The key whose existence pauses the partition's submissions (a refused API key). */
+  pauseKey: string;
+}
+
+/** The key of a partition's rate-limit hold on submissions. */
+export function submitHoldKey(prefix: string): string {
+  return `${prefix}:qsubhold`;
+}
+
+/** One partition's due set of new queries, as the submission side leases it. */
+export class DueQueries {
+  readonly key: string;
+  readonly #o: DueQueriesOptions;
+
+  constructor(options: DueQueriesOptions) {
+    this.#o = options;
+    this.key = queryOutboxKey(options.prefix);
+  }
+
+  /**
+   * Claims up to `queryIds.length` queries due by `now`, leased until `leaseUntil`; each new
+   * query takes the next of `queryIds` as its id (one already given keeps its own). Nothing while
+   * the partition is held or paused.
+   */
+  async claim(
+    now: number,
+    leaseUntil: number,
+    queryIds: readonly string[],
+  ): Promise<ClaimedQuery[]> {
+    const flat = (await CLAIM.run(
+      this.#o.redis,
+      [this.key, this.#o.holdKey, this.#o.pauseKey],
+      [now, queryIds.length, leaseUntil, this.#o.prefix, ...queryIds],
+    )) as (string | number)[];
+    const claimed: ClaimedQuery[] = [];
+    const text = (i: number) => {
+      const v = flat[i];
+      return v === undefined || v === '' ? null : String(v);
+    };
+    for (let i = 0; i < flat.length; i += COLUMNS) {
+      const member = String(flat[i]);
+      const query = parseOutboxMember(member);
+      if (query === undefined) continue;
+      const remote = text(i + 4);
+      claimed.push({
+        ...query,
+        member,
+        dueAt: Number(flat[i + 1]),
+        triggers: JSON.parse(String(flat[i + 2])) as Triggers,
+        submitted: Number(flat[i + 3]),
+        remote: remote === null ? undefined : (JSON.parse(remote) as PolledRemoteJob),
+        resubmits: Number(flat[i + 5]),
+        failures: Number(flat[i + 6]),
+        queryId: String(flat[i + 7]),
+        leases: Number(flat[i + 8]),
+        optedOut: Number(flat[i + 9]) === 1,
+        record: {
+          version: text(i + 10),
+          sealed: text(i + 11),
+          clinical: text(i + 12),
+          updatedAt: text(i + 13),
+        },
+        sealedLocalId: text(i + 14),
+      });
+    }
+    return claimed;
+  }
+
+  /**
+   * Marks the submissions of `queries` begun (one script for the batch); see {@link BEGIN}.
+   * Answers in the same order.
+   */
+  async begin(
+    queries: readonly { member: string; resubmits: number }[],
+  ): Promise<({ state: 'new' | 'interrupted' } | { state: 'stored'; remote: PolledRemoteJob })[]> {
+    if (queries.length === 0) return [];
+    const flat = (await BEGIN.run(
+      this.#o.redis,
+      [this.key],
+      [this.#o.prefix, JSON.stringify(queries.map((q) => ({ m: q.member, n: q.resubmits })))],
+    )) as string[];
+    const answers: (
+      { state: 'new' | 'interrupted' } | { state: 'stored'; remote: PolledRemoteJob }
+    )[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const state = flat[i];
+      answers.push(
+        state === 'stored'
+          ? { state, remote: JSON.parse(String(flat[i + 1])) as PolledRemoteJob }
+          : { state: state === 'interrupted' ? 'interrupted' : 'new' },
+      );
+    }
+    return answers;
+  }
+
+  /** Writes back the outcomes of claimed queries in one script call. */
+  async apply(writes: readonly DueWrite[]): Promise<void> {
+    if (writes.length === 0) return;
+    const ops = writes.map((w) => {
+      const m = w.query.member;
+      if (w.kind === 'end') return { m, k: 'end' };
+      if (w.kind === 'retry') return { m, k: 'retry', at: w.at };
+      return w.abandon === true ? { m, k: 'later', at: w.at, a: 1 } : { m, k: 'later', at: w.at };
+    });
+    await APPLY.run(this.#o.redis, [this.key], [this.#o.prefix, JSON.stringify(ops)]);
+  }
+
+  /** Holds the partition's leases for `ms` (a 429); an existing longer hold stays. */
+  async hold(ms: number, reason: string): Promise<void> {
+    await holdDueSet(this.#o.redis, this.#o.holdKey, ms, reason);
+  }
+
+  /** How full the set is at `now`. */
+  depth(now: number): Promise<DueSetDepth> {
+    return dueSetDepth(this.#o.redis, this.key, now);
+  }
+}

@@ -1,0 +1,456 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { ResultEvent } from '../delivery/result-event.ts';
+import type { AssembledPatient } from '../interface/assembled-patient.ts';
+import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
+import type { WaitDecision } from '../records/demographics-wait.ts';
+import { adaptiveDelayMs } from './adaptive-schedule.ts';
+import type { ClaimedQuery, DueQueries, DueWrite } from './due-queries.ts';
+import type { LatencyProfiles } from './latency-profiles.ts';
+import type { PollScheduleOptions } from './poll-schedule.ts';
+import type { PolledRemoteJob } from './poll-set.ts';
+import {
+  decideBeforeSubmit,
+  decideStalled,
+  decideSubmitFailure,
+  type EndDecision,
+  type ForgetDecision,
+  type LifecycleRules,
+  type SubmitFailure,
+} from './query-lifecycle.ts';
+import { queryJobId, type QueryJobData } from './query-job.ts';
+import { resultEvent } from './query-outcome.ts';
+
+/** What the adapter could make of a claimed query's record. */
+export type Prepared =
+  | { kind: 'payload'; payload: AssembledPatient; recordVersion: number }
+  /** No record (or no local id): the query ends rejected. */
+  | { kind: 'missing' };
+
+/** The ports the submission side works through. */
+export interface SubmitPorts {
+  /**
+   * Opens, assembles and strips the claimed query's record for the service (throws the record's
+   * errors: not assemblable, an identifier leak).
+   */
+  prepare(query: ClaimedQuery): Promise<Prepared>;
+  /** POSTs the query; throws the service's errors. */
+  submit(payload: AssembledPatient, category: string, signal: AbortSignal): Promise<string>;
+  /** Classifies a failure of `prepare` or `submit`; `undefined` for one nobody expected. */
+  classify(err: unknown): SubmitFailure | undefined;
+  /** True when a failed submission may have reached the service (a timeout, a reset). */
+  mayHaveReached(err: unknown): 'timeout' | 'connection_lost' | undefined;
+  /** Stores the remote job and the first poll, in one step, as soon as the POST answered. */
+  submitted(query: ClaimedQuery, remote: PolledRemoteJob, firstPollAt: number): Promise<void>;
+  /** The record has no birth date yet: wait for it (see DemographicsWait). */
+  park(query: ClaimedQuery, now: number): Promise<WaitDecision>;
+  /** Hands ended queries' results to the delivery side, all at once. */
+  deliver(events: ResultEvent[]): Promise<void>;
+  /** The service refused the API key: pause the partition's queries. */
+  pauseForAuth(): Promise<void>;
+  /** The hospital's id of the patient, from the claim's sealed value. */
+  localIdOf(query: ClaimedQuery): string | undefined;
+}
+
+/** How a query ended on the submission side (for tests and metrics). */
+export interface SubmitOutcome {
+  data: QueryJobData;
+  decision: EndDecision | ForgetDecision;
+  eventId: string | null;
+}
+
+export interface SubmitSchedulerOptions {
+  due: DueQueries;
+  ports: SubmitPorts;
+  profiles: LatencyProfiles;
+  rules: LifecycleRules;
+  schedule: PollScheduleOptions;
+  /** `queries.submit_backoff_ms`: the first retry's delay (doubled per attempt, ±20 %). */
+  backoffMs: number;
+  /** `queries.demographics_wait_s` (for the failure message). */
+  demographicsWaitS: number;
+  /**
+   * `queries.dispatch`: every `interval_ms` up to `batch` due queries are claimed, leased for
+   * `lease_ms`; `concurrency`: submissions in flight at most (`queries.concurrency`).
+   */
+  claiming: { interval_ms: number; batch: number; lease_ms: number; concurrency: number };
+  logger: Logger;
+  metrics?: PipelineMetrics;
+  onOutcome?: (outcome: SubmitOutcome) => void;
+  /** @defaultValue `Date.now` */
+  now?: () => number;
+  /** @defaultValue `Math.random` */
+  random?: () => number;
+}
+
+/** The query's data as a result event needs it. */
+function dataOf(query: ClaimedQuery, extra: Partial<QueryJobData> = {}): QueryJobData {
+  return {
+    queryId: query.queryId,
+    patientServiceId: query.patientServiceId,
+    ccsrCategory: query.ccsrCategory,
+    seq: query.seq,
+    step: 'submitting',
+    triggers: query.triggers,
+    polls: 0,
+    resubmits: query.resubmits,
+    ...extra,
+  };
+}
+
+const RECORD_MISSING: EndDecision = {
+  kind: 'end',
+  outcome: 'rejected',
+  countAs: 'rejected',
+  failure: { code: 'ERR_RECORD_MISSING', message: 'no record is stored for this patient' },
+};
+
+interface Ended {
+  query: ClaimedQuery;
+  data: QueryJobData;
+  decision: EndDecision | ForgetDecision;
+}
+
+/**
+ * Submits the due queries of one partition: every tick one script claims up to a batch of due
+ * queries together with what their submission needs (see DueQueries), the payloads are prepared,
+ * one script marks the batch's submissions begun, the POSTs go out concurrently, and each remote
+ * job is stored (with its first poll) as soon as its POST answers — never held back for the rest
+ * of the batch, so the window in which a crash sends a query twice stays the POST's round trip
+ * plus one write. Ended queries are handed to the delivery side in one call and every other
+ * outcome (retry, wait, hold) is written back with one script. A worker that dies leaves its
+ * claims leased: they come due again after `lease_ms`.
+ */
+export class SubmitScheduler {
+  readonly #o: SubmitSchedulerOptions;
+  readonly #now: () => number;
+  readonly #random: () => number;
+  readonly #abort = new AbortController();
+  readonly #batches = new Set<Promise<void>>();
+  #inFlight = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #stopped = false;
+  #failing = false;
+
+  constructor(options: SubmitSchedulerOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** How full the partition's due set of new queries is (for the gauges). */
+  depth(now: number): ReturnType<DueQueries['depth']> {
+    return this.#o.due.depth(now);
+  }
+
+  /** Claims what is due (as many as free submission slots allow) and starts submitting it. */
+  async tick(): Promise<number> {
+    const free = this.#o.claiming.concurrency - this.#inFlight;
+    if (free <= 0 || this.#stopped) return 0;
+    const limit = Math.min(this.#o.claiming.batch, free);
+    const now = this.#now();
+    this.#inFlight += limit;
+    let claimed: ClaimedQuery[];
+    try {
+      const ids = Array.from({ length: limit }, () => randomUUID());
+      claimed = await this.#o.due.claim(now, now + this.#o.claiming.lease_ms, ids);
+    } finally {
+      this.#inFlight -= limit;
+    }
+    if (claimed.length === 0) return 0;
+    this.#inFlight += claimed.length;
+    const batch = this.#run(claimed)
+      .catch((err: unknown) => this.#failed(err))
+      .finally(() => {
+        this.#inFlight -= claimed.length;
+        this.#batches.delete(batch);
+      });
+    this.#batches.add(batch);
+    return claimed.length;
+  }
+
+  /** Resolves once every batch started so far has written its outcomes (or failed). */
+  async settled(): Promise<void> {
+    while (this.#batches.size > 0) await Promise.all([...this.#batches]);
+  }
+
+  /** Ticks every `interval_ms`, at once again while ticks claim a full batch. */
+  start(): void {
+    const run = () => {
+      if (this.#stopped || this.#ticking !== undefined) return;
+      this.#ticking = (async () => {
+        try {
+          while (!this.#stopped && (await this.tick()) >= this.#o.claiming.batch);
+          if (this.#failing) {
+            this.#failing = false;
+            this.#o.logger.info('due queries are being claimed again');
+          }
+        } catch (err) {
+          this.#failed(err);
+        }
+      })().finally(() => {
+        this.#ticking = undefined;
+      });
+    };
+    this.#timer = setInterval(run, this.#o.claiming.interval_ms);
+    this.#timer.unref();
+    run();
+  }
+
+  /**
+   * Stops claiming and waits up to `graceMs` for the submissions in flight to be written back;
+   * those still out are abandoned (their claims run out and come due again). True when
+   * everything was written back.
+   */
+  async close(graceMs = 2_000): Promise<boolean> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    const pending = Promise.all([this.#ticking, this.settled()]).then(() => true);
+    const done = await Promise.race([pending, delay(graceMs, false, { ref: false })]);
+    this.#abort.abort(new Error('the submit scheduler is closing'));
+    return done;
+  }
+
+  #failed(err: unknown): void {
+    if (this.#failing) return;
+    this.#failing = true;
+    const e = err as Error;
+    this.#o.logger.warn(
+      { err: { name: e.name, message: e.message } },
+      'due queries could not be claimed or written; their claims run out and they come due again',
+    );
+  }
+
+  async #run(claimed: ClaimedQuery[]): Promise<void> {
+    const { rules, ports } = this.#o;
+    const ended: Ended[] = [];
+    const writes: DueWrite[] = [];
+    const toSend: { query: ClaimedQuery; payload: AssembledPatient; recordVersion: number }[] = [];
+    const end = (query: ClaimedQuery, decision: EndDecision | ForgetDecision, extra = {}) => {
+      ended.push({ query, data: dataOf(query, extra), decision });
+      writes.push({ kind: 'end', query });
+    };
+    await Promise.all(
+      claimed.map(async (query) => {
+        const stalled = decideStalled(query.leases, rules);
+        const before =
+          stalled ??
+          decideBeforeSubmit(
+            {
+              optedOut: query.optedOut,
+              superseded: query.submitted > query.seq,
+              hasRecord: query.record.version !== null && query.sealedLocalId !== null,
+            },
+            rules,
+          );
+        if (before !== undefined) {
+          end(query, before);
+          return;
+        }
+        try {
+          const prepared = await ports.prepare(query);
+          if (prepared.kind === 'payload') toSend.push({ query, ...prepared });
+          else end(query, RECORD_MISSING);
+        } catch (err) {
+          await this.#afterFailure(query, err, undefined, ended, writes);
+        }
+      }),
+    );
+    const begun = await this.#o.due.begin(toSend.map(({ query }) => query));
+    await Promise.all(
+      toSend.map(async (item, i) => {
+        const answer = begun[i];
+        if (answer?.state === 'stored') {
+          // An earlier run stored the remote job and died before the claim was written back.
+          await ports.submitted(item.query, answer.remote, this.#now());
+          return;
+        }
+        if (answer?.state === 'interrupted') {
+          this.#o.metrics?.possibleDuplicates.inc({ reason: 'worker_restart' });
+        }
+        await this.#send(item, ended, writes);
+      }),
+    );
+    await this.#finish(ended, writes);
+  }
+
+  async #send(
+    item: { query: ClaimedQuery; payload: AssembledPatient; recordVersion: number },
+    ended: Ended[],
+    writes: DueWrite[],
+  ): Promise<void> {
+    const { query } = item;
+    const sentAt = this.#now();
+    let remoteJobId: string;
+    try {
+      remoteJobId = await this.#o.ports.submit(
+        item.payload,
+        query.ccsrCategory,
+        this.#abort.signal,
+      );
+    } catch (err) {
+      await this.#afterFailure(query, err, item.recordVersion, ended, writes);
+      return;
+    }
+    const submittedAt = this.#now();
+    const remote: PolledRemoteJob = {
+      remoteJobId,
+      submittedAt,
+      resubmits: query.resubmits,
+      recordVersion: item.recordVersion,
+      queryId: query.queryId,
+      polls: 0,
+    };
+    const profile = this.#o.profiles.get(query.ccsrCategory);
+    const firstPollAt = submittedAt + adaptiveDelayMs(0, 0, profile, this.#o.schedule);
+    await this.#o.ports.submitted(query, remote, firstPollAt);
+    this.#o.metrics?.submitWindow.observe((submittedAt - sentAt) / 1_000);
+    if (this.#o.logger.isLevelEnabled('info')) {
+      this.#o.logger.info(
+        {
+          query_key: `${query.patientServiceId}/${query.ccsrCategory}`,
+          job_id: queryJobId(query.patientServiceId, query.ccsrCategory, query.seq),
+          query_id: query.queryId,
+          remote_job_id: remoteJobId,
+          record_version: item.recordVersion,
+          queued_ms: submittedAt - query.dueAt,
+        },
+        'query submitted',
+      );
+    }
+  }
+
+  /** Carries out what the lifecycle decides for a failed preparation or submission. */
+  async #afterFailure(
+    query: ClaimedQuery,
+    err: unknown,
+    recordVersion: number | undefined,
+    ended: Ended[],
+    writes: DueWrite[],
+  ): Promise<void> {
+    const { ports, rules } = this.#o;
+    const now = this.#now();
+    const extra = recordVersion === undefined ? {} : { recordVersion };
+    const failure = ports.classify(err);
+    if (failure === undefined) {
+      const e = err as Error;
+      this.#o.logger.error(
+        {
+          query_key: `${query.patientServiceId}/${query.ccsrCategory}`,
+          err: { name: e.name, message: e.message },
+        },
+        'query ended on an unexpected error',
+      );
+      ended.push({
+        query,
+        data: dataOf(query, extra),
+        decision: {
+          kind: 'end',
+          outcome: 'failed',
+          countAs: 'failed',
+          failure: {
+            code: 'ERR_QUERY_INTERNAL',
+            message: `the query ended on an internal error (${e.name})`,
+          },
+        },
+      });
+      writes.push({ kind: 'end', query });
+      return;
+    }
+    const decision = decideSubmitFailure(failure, query.failures + 1, rules, now);
+    const answered = failure.kind !== 'birth_date_missing' && failure.kind !== 'refused';
+    switch (decision.kind) {
+      case 'end':
+        ended.push({ query, data: dataOf(query, extra), decision });
+        writes.push({ kind: 'end', query });
+        return;
+      case 'hold':
+        if (decision.reason === 'auth_refused') await ports.pauseForAuth();
+        else {
+          await this.#o.due.hold(decision.ms, 'rate_limited');
+          this.#o.logger.warn(
+            { retry_after_ms: decision.ms },
+            'service rate limit: holding the queue',
+          );
+        }
+        writes.push({ kind: 'later', query, at: decision.until, abandon: answered });
+        return;
+      case 'retry': {
+        const reached = ports.mayHaveReached(err);
+        if (reached !== undefined) this.#o.metrics?.possibleDuplicates.inc({ reason: reached });
+        const base = this.#o.backoffMs * 2 ** query.failures;
+        const wait = Math.round(base * (1 + 0.2 * (2 * this.#random() - 1)));
+        writes.push({ kind: 'retry', query, at: now + wait });
+        return;
+      }
+      case 'wait_demographics': {
+        const wait = await ports.park(query, now);
+        if (wait.kind === 'wait') writes.push({ kind: 'later', query, at: wait.until });
+        else if (wait.kind === 'replaced') {
+          ended.push({
+            query,
+            data: dataOf(query, extra),
+            decision: { kind: 'forget', countAs: 'superseded' },
+          });
+          writes.push({ kind: 'end', query });
+        } else {
+          ended.push({
+            query,
+            data: dataOf(query, extra),
+            decision: {
+              kind: 'end',
+              outcome: 'failed',
+              countAs: 'failed',
+              failure: {
+                code: 'ERR_RECORD_WAITING_EXPIRED',
+                message: `no birth date arrived within ${this.#o.demographicsWaitS} s; not sent`,
+              },
+            },
+          });
+          writes.push({ kind: 'end', query });
+        }
+        return;
+      }
+    }
+  }
+
+  async #finish(ended: Ended[], writes: DueWrite[]): Promise<void> {
+    const { ports, logger } = this.#o;
+    const now = this.#now();
+    const withEvents = ended.filter((e) => e.decision.kind === 'end');
+    const events = withEvents.map(({ query, data, decision }) =>
+      resultEvent(data, {
+        outcome: (decision as EndDecision).outcome,
+        patientId: ports.localIdOf(query) ?? null,
+        ...((decision as EndDecision).failure === undefined
+          ? {}
+          : { failure: (decision as EndDecision).failure }),
+        now: new Date(now),
+      }),
+    );
+    if (events.length > 0) await ports.deliver(events);
+    await this.#o.due.apply(writes);
+    const info = logger.isLevelEnabled('info');
+    for (const { query, data, decision } of ended) {
+      const eventId = decision.kind === 'end' ? data.queryId : null;
+      this.#o.metrics?.queriesFinished.inc({ outcome: decision.countAs });
+      if (info) {
+        logger.info(
+          {
+            query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
+            job_id: queryJobId(data.patientServiceId, data.ccsrCategory, data.seq),
+            query_id: data.queryId,
+            record_version: data.recordVersion,
+            outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
+            error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
+            exec_ms: now - query.dueAt,
+          },
+          decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',
+        );
+      }
+      this.#o.onOutcome?.({ data, decision, eventId });
+    }
+  }
+}
