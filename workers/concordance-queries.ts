@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
-import type { Config } from '../src/config/config-schema.ts';
+import type { QueriesSlice } from '../src/config/config-slices.ts';
 import type { ResultEvent } from '../src/delivery/result-event.ts';
 import type { ResultSink } from '../src/delivery/result-sink.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
@@ -49,7 +49,8 @@ export interface ConcordanceQueriesDeps {
    * @defaultValue `prefix` (one partition)
    */
   keySpace?: KeySpace;
-  config: Config;
+  /** `queries.*` and `privacy.*` (see configSlices). */
+  config: QueriesSlice;
   client: ServiceClient;
   state: QueryState;
   records: RecordStore;
@@ -74,7 +75,7 @@ export interface ConcordanceQueriesDeps {
 const PRESENCE_LEAVE_WAIT_MS = 500;
 
 /** The lifecycle's rules from `queries.*`. */
-export function lifecycleRules(config: Config): LifecycleRules {
+export function lifecycleRules(config: Pick<QueriesSlice, 'queries'>): LifecycleRules {
   const q = config.queries;
   return {
     deadlineMs: q.poll.deadline_ms,
@@ -86,7 +87,7 @@ export function lifecycleRules(config: Config): LifecycleRules {
   };
 }
 
-function pollOptions(config: Config): PollScheduleOptions {
+function pollOptions(config: Pick<QueriesSlice, 'queries'>): PollScheduleOptions {
   const poll = config.queries.poll;
   return {
     firstDelayMs: poll.first_delay_ms,

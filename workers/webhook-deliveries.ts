@@ -1,7 +1,7 @@
 import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
-import type { Config } from '../src/config/config-schema.ts';
+import type { DeliverySlice } from '../src/config/config-slices.ts';
 import { outboundAgents } from '../src/connections/outbound-agents.ts';
 import type { DeadLetterError } from '../src/delivery/dead-letter.ts';
 import type { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
@@ -25,7 +25,8 @@ import type { CrosswalkKeys } from '../src/identity/crosswalk-keys.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 
 export interface WebhookDeliveriesDeps {
-  config: Config;
+  /** `delivery.*` and `outbound.*` (see configSlices). */
+  config: DeliverySlice;
   /** A worker connection (`maxRetriesPerRequest: null`). */
   connection: RedisClient;
   prefix: string;

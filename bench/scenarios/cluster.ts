@@ -5,7 +5,7 @@ import { createLogger } from '../../src/observability/logger.ts';
 import { slotOf } from '../../src/queues/partitions.ts';
 import { scanTargets } from '../../src/queues/redis-client.ts';
 import { workerConnection } from '../../src/queues/redis-connections.ts';
-import { pipelineContext, queryScheduler } from '../../src/runtime/pipeline-context.ts';
+import { App } from '../../src/app/compose-app.ts';
 import { startLocalRedisCluster } from '../../tools/local-redis-cluster.ts';
 import {
   benchPrefix,
@@ -105,12 +105,10 @@ async function runOnce(
   const env = { ...workerEnv(ctx, prefix, simulator.url, 0), ...redis.env };
   const config: Config = configFor(configPath, env);
   const connection = workerConnection(config.redis, 'cw-bench');
-  const context = pipelineContext(
-    config,
-    createLogger({ level: 'warn', name: 'bench' }),
-    connection,
-  );
-  const scheduler = queryScheduler(context);
+  const context = App.compose(config, createLogger({ level: 'warn', name: 'bench' }), {
+    redis: connection,
+  });
+  const scheduler = context.queryScheduler();
   const outbound = new Queue(config.delivery.outbound_queue.name, { connection, prefix });
   try {
     ctx.say(`cluster: ${name}: preparing ${settings.queries} patients`);

@@ -6,12 +6,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
 import { createLogger } from '../../src/observability/logger.ts';
 import { workerConnection } from '../../src/queues/redis-connections.ts';
-import {
-  pipelineContext,
-  queriesQueue,
-  queryScheduler,
-  type PipelineContext,
-} from '../../src/runtime/pipeline-context.ts';
+import { App } from '../../src/app/compose-app.ts';
 import type { QueryScheduler } from '../../src/queries/query-scheduler.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import type { Queue } from 'bullmq';
@@ -228,7 +223,8 @@ export function workerEnv(
 
 /** The producer side in the bench process: the pipeline's own context, queue and scheduler. */
 export interface Producer {
-  context: PipelineContext;
+  /** The app as the composition root builds it for the bench process. */
+  context: App;
   queue: Queue;
   scheduler: QueryScheduler;
   close(): Promise<void>;
@@ -236,8 +232,8 @@ export interface Producer {
 
 export function producer(ctx: BenchContext, config: Config): Producer {
   const redis = workerConnection(ctx.redis.url, 'cw-bench');
-  const context = pipelineContext(config, createLogger({ level: 'warn', name: 'bench' }), redis);
-  const queue = queriesQueue(context, redis);
+  const context = App.compose(config, createLogger({ level: 'warn', name: 'bench' }), { redis });
+  const queue = context.queriesQueue(redis);
   const close = async () => {
     await queue.close();
     redis.disconnect();
@@ -246,7 +242,7 @@ export function producer(ctx: BenchContext, config: Config): Producer {
   return {
     context,
     queue,
-    scheduler: queryScheduler(context),
+    scheduler: context.queryScheduler(),
     async close() {
       remove();
       await close();

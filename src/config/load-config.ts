@@ -184,7 +184,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
 }
 
 /** The base URL in force: `SERVICE_BASE_URL`, else the chosen environment's. */
-export function serviceBaseUrl(config: Config): string {
+export function serviceBaseUrl(config: Pick<Config, 'service'>): string {
   const url = config.service.base_url ?? config.service.environments[config.service.env].base_url;
   if (url === null) throw new Error('unreachable: loadConfig checks the base URL');
   return url;

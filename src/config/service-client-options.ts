@@ -1,11 +1,11 @@
 import { outboundDispatcher } from '../connections/outbound-dispatcher.ts';
 import type { ServiceClientOptions } from '../service/create-service-client.ts';
-import type { Config } from './config-schema.ts';
+import type { ServiceSlice } from './config-slices.ts';
 import { serviceBaseUrl } from './load-config.ts';
 
 /** The client's options from a validated configuration (the API key must be set). */
 export function serviceClientOptions(
-  config: Config,
+  config: ServiceSlice,
   extra: Partial<ServiceClientOptions> = {},
 ): ServiceClientOptions {
   const { service } = config;

@@ -1,7 +1,7 @@
 import { basePrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
-import type { Config } from '../config/config-schema.ts';
+import type { DeliverySlice } from '../config/config-slices.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { ChangeDetector } from './change-detector.ts';
@@ -14,7 +14,8 @@ import type { DeliveryChannel } from './result-sink.ts';
 import { WebhookChannel } from './webhook-channel.ts';
 
 export interface CreateDeliveryRouterOptions {
-  config: Config;
+  /** `delivery.*` and `outbound.*` (see configSlices). */
+  config: DeliverySlice;
   /** Any connection; the channels' queues only add jobs. */
   connection: RedisClient;
   /**

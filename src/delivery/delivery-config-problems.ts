@@ -13,7 +13,7 @@ export interface DeliveryProblem {
  * secret, an outbound queue without (or with an unusable) `OUTBOUND_KEY`. Empty when it can work.
  * `start`/`work` refuse to start on any of these; `config check` lists them.
  */
-export function deliveryConfigProblems(config: Config): DeliveryProblem[] {
+export function deliveryConfigProblems(config: Pick<Config, 'delivery'>): DeliveryProblem[] {
   const { webhook, outbound_queue: outbound } = config.delivery;
   const problems: DeliveryProblem[] = [];
   if (webhook.url !== null && webhook.secret === undefined) {

@@ -8,7 +8,7 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
-import type { Config } from '../config/config-schema.ts';
+import type { IngestSlice } from '../config/config-slices.ts';
 import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PresetStore } from '../presets/preset-store.ts';
 import type { PatientAdmin } from '../privacy/patient-admin.ts';
@@ -33,8 +33,8 @@ import { recordUpdateRoutes } from './routes/record-update-routes.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
 
 export interface IngestDeps {
-  /** Validated configuration; `ingest.tokens` are the accepted bearer tokens. */
-  config: Config;
+  /** The ingest's slice of the configuration; `ingest.tokens` are the accepted bearer tokens. */
+  config: IngestSlice;
   /** A request connection (`requestConnection()`): fails fast while Redis is down. */
   redis: RedisClient;
   crosswalk: Crosswalk;

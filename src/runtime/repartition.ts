@@ -6,7 +6,7 @@ import { queryOutboxKey } from '../queries/query-outbox.ts';
 import type { Partitions } from '../queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { globLiteral, scanEach, type RedisClient } from '../queues/redis-client.ts';
-import { StartupError } from './startup-error.ts';
+import { StartupError } from '../config/startup-error.ts';
 
 /** Job states of a queue that is not drained. */
 const BUSY_STATES = ['waiting', 'delayed', 'active', 'prioritized', 'paused', 'waiting-children'];

@@ -1,12 +1,8 @@
 import type { Config } from '../config/config-schema.ts';
-import { buildIngestApp } from '../ingest/build-ingest-app.ts';
-import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
-import { PresetStore } from '../presets/preset-store.ts';
-import { UpdateCommitter } from '../ingest/update-committer.ts';
-import { crosswalkKeysFrom, pipelineContext, queriesQueues } from './pipeline-context.ts';
-import { patientAdminFor } from './patient-admin-for.ts';
+import { App, crosswalkKeysFrom } from '../app/compose-app.ts';
+import { patientAdminFor } from '../app/patient-admin-for.ts';
 import {
   queueConnectionFor,
   redisAnswers,
@@ -17,7 +13,6 @@ import { startHealthServer, type HealthServer } from './health-app.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { settlesWithin } from './close-worker.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
-import { ProblemTerminology } from '../terminology/problem-terminology.ts';
 
 export interface IngestOptions extends RoleOptions {
   /**
@@ -46,65 +41,46 @@ export async function runIngest(
     commandTimeoutMs: config.redis.command_timeout_ms,
   });
   const outages = new RedisOutageLog({ logger }).watch(redis);
-  const context = pipelineContext(config, logger, redis, keys, options.registry);
+  const app = App.compose(config, logger, { redis, keys, registry: options.registry });
   // On a Redis Cluster the queue gets a copy of the connection that waits for the cluster.
   const forQueues = queueConnectionFor(redis);
   if (forQueues.owned) outages.watch(forQueues.connection);
-  // The query queue of every partition (one without partitions): purges and opt-outs remove a
-  // patient's jobs from its partition's, and /metrics counts them all.
-  const queues = queriesQueues(context, forQueues.connection);
+  // The query queue of every partition, of the design before the due sets: purges and opt-outs
+  // still remove a patient's jobs from it, and /metrics counts them.
+  const queues = app.queriesQueues(forQueues.connection);
   for (const queue of queues) outages.listen(queue.name, queue);
-  const unwatchQueues = context.pipelineMetrics.watchQueues(
+  const unwatchQueues = app.pipelineMetrics.watchQueues(
     ...queues.map((queue, partition) => ({ queue, partition })),
   );
-  const unwatchRedis = context.pipelineMetrics.watchRedis(() => redisAnswers(redis));
+  const unwatchRedis = app.pipelineMetrics.watchRedis(() => redisAnswers(redis));
   const unwatch = () => {
     unwatchQueues();
     unwatchRedis();
   };
   let serving = false;
-  const { partitions } = context;
-  const presets = new PresetStore({ redis, prefix: partitions });
-  const deps = {
-    config,
-    redis,
-    crosswalk: context.crosswalk,
-    records: context.records,
-    presets,
-    committer: UpdateCommitter.fromConfig({
-      config,
-      redis,
-      records: context.records,
-      presets,
-      registry: context.metrics,
-      keySpace: partitions,
-    }),
-    logger,
-    metrics: { registry: context.metrics },
-    terminology: ProblemTerminology.fromConfig({ config, redis, registry: context.metrics }),
-  };
-  const updates = ClinicalUpdates.fromDeps(deps);
+  const parts = app.ingestParts();
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
   const patientAdmin = patientAdminFor({ config, redis, keys, logger, queues });
   const admin = patientAdmin.admin;
-  const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
+  const { updates } = parts;
+  const ingestApp = await app.ingestApp({ ...parts, admin, isReady: () => serving });
   let health: HealthServer | undefined;
   if (options.healthServer !== false) {
     health = await startHealthServer({
       port: config.worker.metrics_port,
       host: config.worker.host,
-      metrics: context.metrics,
+      metrics: app.metrics,
       checks: { redis: () => redisAnswers(redis), ingest: () => serving },
     });
     logger.info({ url: health.url }, 'health server listening');
   }
-  const url = await app.listen({ port: config.ingest.port, host: config.ingest.host });
+  const url = await ingestApp.listen({ port: config.ingest.port, host: config.ingest.host });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({
         config: config.hl7v2,
         updates,
         patients: admin,
-        registry: context.metrics,
+        registry: app.metrics,
         logger,
       })
     : undefined;
@@ -122,7 +98,7 @@ export async function runIngest(
     ready,
     async close() {
       await mllp?.close();
-      await app.close();
+      await ingestApp.close();
       await health?.close();
       unwatch();
       outages.stop();

@@ -1,24 +1,18 @@
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
-import { serviceClientOptions } from '../config/service-client-options.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WatchedDueSet } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { commandConnection, redisAnswers, workerConnection } from '../queues/redis-connections.ts';
-import { createServiceClient } from '../service/create-service-client.ts';
-import { createDeliveryRouter } from '../delivery/create-delivery-router.ts';
-import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { WebhookChannel } from '../delivery/webhook-channel.ts';
-import { initConcordanceQueries } from '../../workers/concordance-queries.ts';
-import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
 import { startHealthServer, type ReadinessCheck } from './health-app.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
 import { settlesWithin } from './close-worker.ts';
-import { crosswalkKeysFrom, pipelineContext, servedPartitions } from './pipeline-context.ts';
+import { App, crosswalkKeysFrom, servedPartitions } from '../app/compose-app.ts';
 import { assertRoleConfig } from './role-problems.ts';
-import { StartupError } from './startup-error.ts';
+import { StartupError } from '../config/startup-error.ts';
 import { WorkerRegistry, type QueueWorker } from './worker-registry.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 import { registerDemographicsWaitGauge } from '../records/demographics-wait-gauge.ts';
@@ -97,29 +91,14 @@ export async function runWorker(
   const commands = commandConnection(config.redis, 'cw-work-commands');
   const outages = new RedisOutageLog({ logger, probe: () => redisAnswers(redis) }).watch(redis);
   outages.watch(commands);
-  const context = pipelineContext(config, logger, commands, keys, options.registry);
-  const metrics = context.pipelineMetrics;
+  const app = App.compose(config, logger, { redis: commands, keys, registry: options.registry });
+  const metrics = app.pipelineMetrics;
   const unwatchRedis = metrics.watchRedis(() => redisAnswers(redis));
-  const client = createServiceClient(
-    serviceClientOptions(config, {
-      logger,
-      onResponse: (info) => metrics.observeServiceResponse(info),
-    }),
-  );
-  // Throws before any worker starts when no channel is enabled or the webhook has no secret.
-  const { outboundMetrics } = context;
+  const client = app.serviceClient();
+  const { outboundMetrics, partitions } = app;
   // Throws before any worker starts when no channel is enabled, the webhook has no secret or the
   // outbound queue no OUTBOUND_KEY.
-  const { partitions } = context;
-  const delivery = createDeliveryRouter({
-    config,
-    connection: redis,
-    prefix: partitions,
-    keys,
-    logger,
-    metrics,
-    outboundMetrics,
-  });
+  const delivery = app.deliveryRouter(redis);
   const registry = new WorkerRegistry(workerCloseBudgetMs(config), (queue, outcome) => {
     if (outcome === 'closed') return;
     logger.warn(
@@ -143,12 +122,12 @@ export async function runWorker(
   }
 
   const demographics = new DemographicsWait({ redis: commands, prefix: partitions });
-  registerDemographicsWaitGauge(context.metrics, demographics);
+  registerDemographicsWaitGauge(app.metrics, demographics);
 
   const health = await startHealthServer({
     port: config.worker.metrics_port,
     host: config.worker.host,
-    metrics: context.metrics,
+    metrics: app.metrics,
     checks: {
       redis: () => redisAnswers(redis),
       workers: () => registry.allRunning(),
@@ -169,23 +148,16 @@ export async function runWorker(
       registry.add(entry);
       served.push({ queue: entry.queue, partition });
     };
-    // One query worker (with its due-set dispatcher) and one webhook worker per partition served.
+    // The query engine (submit and poll schedulers) and the webhook worker of each partition served.
     for (const p of servedPartitions(config)) {
-      const prefix = partitions.prefixAt(p);
       const log = partitions.count > 1 ? logger.child({ partition: p }) : logger;
-      const queries = await initConcordanceQueries({
+      const queries = await app.queryEngine({
         connection: commands,
-        prefix,
-        keySpace: partitions,
-        config,
+        partition: p,
         client,
-        state: context.state,
-        records: context.records,
-        crosswalk: context.crosswalk,
         // The router counts every channel's deliveries (the webhook worker its own attempts).
         sink: delivery.router,
         logger: log,
-        metrics,
         demographics,
       });
       // The query queue of the design before the due sets is not watched: it only drains.
@@ -196,23 +168,7 @@ export async function runWorker(
         { set: 'poll', partition: p, depth: (now) => queries.poller.depth(now) },
       );
       if (config.delivery.webhook.url !== null) {
-        add(
-          await initWebhookDeliveries({
-            config,
-            connection: redis,
-            prefix,
-            keys,
-            logger: log,
-            metrics,
-            deadLetters: new DeadLetterStore({
-              redis,
-              prefix,
-              keys,
-              retentionDays: config.delivery.dead_letters.retention_days,
-            }),
-          }),
-          p,
-        );
+        add(await app.webhookDeliveries(redis, p, log), p);
       }
     }
     // Every queue this process knows, read on each scrape.
@@ -221,7 +177,7 @@ export async function runWorker(
     const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
     // cw_queue_auth_paused: the flag a worker sets when the service refuses the API key.
     const unwatchPauses = registry.entries.map(({ queue }) => {
-      const pause = new AuthPause(queue, redis, context.prefix);
+      const pause = new AuthPause(queue, redis, app.prefix);
       return metrics.watchAuthPause(queue.name, () => pause.isPaused());
     });
     unwatch = () => {

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
-import type { Config } from '../config/config-schema.ts';
+import type { TerminologySlice } from '../config/config-slices.ts';
 import { outboundAgents } from '../connections/outbound-agents.ts';
 import type { ClinicalChange, ReportedItem } from '../records/clinical-change.ts';
 import {
@@ -76,7 +76,8 @@ export class ProblemTerminology {
 
   /** The instance `terminology.*` configures; reads the mapping files (fails fast if unusable). */
   static fromConfig(deps: {
-    config: Config;
+    /** `terminology.*`, `outbound.*`, `redis.prefix` (see configSlices). */
+    config: TerminologySlice;
     redis: RedisClient;
     registry?: Registry | undefined;
   }): ProblemTerminology {

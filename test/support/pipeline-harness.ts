@@ -1,11 +1,7 @@
 import type { Job, JobType, Queue } from 'bullmq';
 import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
-import {
-  initConcordanceQueries,
-  type ConcordanceQueries,
-  type ResultSink,
-} from '../../workers/concordance-queries.ts';
+import type { ConcordanceQueries, ResultSink } from '../../workers/concordance-queries.ts';
 import type { PolledOutcome } from '../../src/queries/poll-scheduler.ts';
 import type { SubmitOutcome } from '../../src/queries/submit-scheduler.ts';
 
@@ -16,28 +12,21 @@ export interface QueryJobResult {
 }
 import type { Config } from '../../src/config/config-schema.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
-import { serviceClientOptions } from '../../src/config/service-client-options.ts';
 import type { OutboundQueueChannel } from '../../src/delivery/outbound-queue-channel.ts';
 import type { ResultEvent } from '../../src/delivery/result-event.ts';
-import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
-import { Crosswalk } from '../../src/identity/crosswalk.ts';
-import { PipelineMetrics } from '../../src/observability/pipeline-metrics.ts';
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
 import type { QueryJobData } from '../../src/queries/query-job.ts';
-import { UpdateCommitter } from '../../src/ingest/update-committer.ts';
-import { PresetStore } from '../../src/presets/preset-store.ts';
 import { pollSetKey } from '../../src/queries/poll-set.ts';
-import { QueryScheduler } from '../../src/queries/query-scheduler.ts';
-import { QueryState } from '../../src/queries/query-state.ts';
-import {
-  outboundChannel,
-  queriesQueue,
-  type PipelineContext,
-} from '../../src/runtime/pipeline-context.ts';
-import { Partitions } from '../../src/queues/partitions.ts';
+import { App } from '../../src/app/compose-app.ts';
+import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
+import type { Crosswalk } from '../../src/identity/crosswalk.ts';
+import type { UpdateCommitter } from '../../src/ingest/update-committer.ts';
+import type { PipelineMetrics } from '../../src/observability/pipeline-metrics.ts';
+import type { QueryScheduler } from '../../src/queries/query-scheduler.ts';
+import type { QueryState } from '../../src/queries/query-state.ts';
+import type { Partitions } from '../../src/queues/partitions.ts';
+import type { RecordStore } from '../../src/records/record-store.ts';
 import { workerConnection, type RedisEndpoint } from '../../src/queues/redis-connections.ts';
-import { RecordStore } from '../../src/records/record-store.ts';
-import { createServiceClient } from '../../src/service/create-service-client.ts';
 import type { FaultProfile } from '../../src/simulator/fault-profile.ts';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/start-simulator.ts';
 import { captureLogs, type LogCapture } from './log-capture.ts';
@@ -138,9 +127,11 @@ export class PipelineHarness {
   readonly queues: readonly Queue[];
   readonly outbound: OutboundQueueChannel;
   readonly logs: LogCapture;
+  /** The app as the composition root builds it (on a registry of the harness's own). */
+  readonly app: App;
   /** What the workers started by {@link startWorker} count (a registry of the harness's own). */
-  readonly registry = new Registry();
-  readonly metrics = new PipelineMetrics(this.registry);
+  readonly registry: Registry;
+  readonly metrics: PipelineMetrics;
   /** The CROSSWALK_KEY shared with worker processes started by the test. */
   readonly secret: string;
 
@@ -152,6 +143,7 @@ export class PipelineHarness {
   }
 
   private constructor(parts: {
+    app: App;
     secret: string;
     config: Config;
     simulator: RunningSimulator;
@@ -168,6 +160,9 @@ export class PipelineHarness {
     outbound: OutboundQueueChannel;
     logs: LogCapture;
   }) {
+    this.app = parts.app;
+    this.registry = parts.app.metrics;
+    this.metrics = parts.app.pipelineMetrics;
     this.config = parts.config;
     this.simulator = parts.simulator;
     this.redis = parts.redis;
@@ -251,33 +246,27 @@ export class PipelineHarness {
         partitions: options.partitions ?? testPartitions(),
       },
     };
-    const partitions = Partitions.of(config.redis);
-    const state = new QueryState({ redis, prefix: partitions });
-    const context = { config, prefix, partitions } as PipelineContext;
-    const queues = partitions.prefixes.map((_, p) => queriesQueue(context, redis, p));
-    const outbound = outboundChannel(context, redis);
-    const records = new RecordStore({ redis, prefix: partitions, keys });
+    const logs = captureLogs();
+    const app = App.compose(config, logs.logger, { redis, keys, registry: new Registry() });
+    const queues = app.queriesQueues(redis);
+    const outbound = app.outboundChannel(redis);
     const harness = new PipelineHarness({
+      app,
       config,
       simulator,
       redis,
       prefix,
-      partitions,
+      partitions: app.partitions,
       endpoint,
-      crosswalk: new Crosswalk({ redis, prefix: partitions, keys }),
-      records,
-      state,
-      scheduler: new QueryScheduler({ state, debounceMs: config.queries.debounce_ms }),
-      committer: UpdateCommitter.fromConfig({
-        config,
-        redis,
-        records,
-        presets: new PresetStore({ redis, prefix: partitions }),
-        registry: new Registry(),
-      }),
+      crosswalk: app.crosswalk,
+      records: app.records,
+      state: app.state,
+      scheduler: app.queryScheduler(),
+      // The ingest counters on a registry apart, as in an ingest process of its own.
+      committer: app.committer(new Registry()),
       queues,
       outbound,
-      logs: captureLogs(),
+      logs,
       secret,
     });
     harness.#closers.push(
@@ -297,18 +286,7 @@ export class PipelineHarness {
     sink: ResultSink = this.outbound,
   ): Promise<{ close(): Promise<void> }> {
     const connection = workerConnection(this.endpoint, 'test-worker');
-    const client = createServiceClient(
-      serviceClientOptions(
-        {
-          ...this.config,
-          service: { ...this.config.service, base_url: baseUrl, api_key: apiKey },
-        },
-        {
-          logger: this.logs.logger,
-          onResponse: (info) => this.metrics.observeServiceResponse(info),
-        },
-      ),
-    );
+    const client = this.app.serviceClient({ baseUrl, apiKey });
     // The queries of every partition, as `concordance-worker work` runs them. An outcome is
     // reported once it is written.
     const outcomeIn =
@@ -320,21 +298,14 @@ export class PipelineHarness {
           partition,
         });
     const started: ConcordanceQueries[] = [];
-    for (const [partition, partitionPrefix] of this.partitions.prefixes.entries()) {
+    for (const partition of this.partitions.prefixes.keys()) {
       const outcome = outcomeIn(partition);
       started.push(
-        await initConcordanceQueries({
+        await this.app.queryEngine({
           connection,
-          prefix: partitionPrefix,
-          keySpace: this.partitions,
-          config: this.config,
+          partition,
           client,
-          state: this.state,
-          records: this.records,
-          crosswalk: this.crosswalk,
           sink,
-          logger: this.logs.logger,
-          metrics: this.metrics,
           onSubmitOutcome: outcome,
           onPolledOutcome: outcome,
         }),

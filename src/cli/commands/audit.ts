@@ -4,7 +4,7 @@ import type { StoredAuditEntry } from '../../privacy/audit-entry.ts';
 import { AuditLog } from '../../privacy/audit-log.ts';
 import { auditPatientRef } from '../../privacy/patient-reference.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
-import { crosswalkKeysFrom } from '../../runtime/pipeline-context.ts';
+import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { formatTable } from '../format-table.ts';
 
 interface AuditListOptions {

@@ -8,7 +8,7 @@ import { rotateKeys, type RotationReport } from '../../identity/rotate-keys.ts';
 import { CONCORDANCE_QUERIES } from '../../queues/queue-names.ts';
 import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
-import { StartupError } from '../../runtime/startup-error.ts';
+import { StartupError } from '../../config/startup-error.ts';
 
 interface RotateOptions {
   crosswalkFromEnv?: string;

@@ -4,7 +4,7 @@ import { loadConfig } from '../../config/load-config.ts';
 import { openOutboundEvent } from '../../delivery/open-outbound-event.ts';
 import { outboundAesKey } from '../../delivery/outbound-seal.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
-import { StartupError } from '../../runtime/startup-error.ts';
+import { StartupError } from '../../config/startup-error.ts';
 
 interface OpenOptions {
   fromQueue?: boolean;

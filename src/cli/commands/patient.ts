@@ -6,8 +6,8 @@ import { cliActor } from '../../privacy/audit-actor.ts';
 import type { PatientAdmin } from '../../privacy/patient-admin.ts';
 import { UnknownPatientError } from '../../privacy/unknown-patient-error.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
-import { crosswalkKeysFrom } from '../../runtime/pipeline-context.ts';
-import { patientAdminFor } from '../../runtime/patient-admin-for.ts';
+import { crosswalkKeysFrom } from '../../app/compose-app.ts';
+import { patientAdminFor } from '../../app/patient-admin-for.ts';
 
 interface PatientOptions {
   patientId: string;

@@ -3,7 +3,7 @@ import { loadConfig } from '../../config/load-config.ts';
 import { MAX_PARTITIONS, Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { repartition } from '../../runtime/repartition.ts';
-import { StartupError } from '../../runtime/startup-error.ts';
+import { StartupError } from '../../config/startup-error.ts';
 
 function partitionCount(raw: string): number {
   const n = Number(raw);

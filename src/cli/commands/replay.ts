@@ -10,7 +10,7 @@ import { cliActor } from '../../privacy/audit-actor.ts';
 import { AuditLog } from '../../privacy/audit-log.ts';
 import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
-import { crosswalkKeysFrom } from '../../runtime/pipeline-context.ts';
+import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 
 interface ReplayOptions {
   since?: Date;

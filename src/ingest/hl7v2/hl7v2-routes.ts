@@ -13,7 +13,7 @@ import { Hl7v2Metrics } from './hl7v2-metrics.ts';
 
 /** The ingest app's dependencies (`{...deps, registry}`); `updates` is built from them if absent. */
 export interface Hl7v2RoutesOptions {
-  config: Config;
+  config: Pick<Config, 'hl7v2' | 'presets'>;
   crosswalk: Crosswalk;
   records: RecordStore;
   presets: PresetStore;

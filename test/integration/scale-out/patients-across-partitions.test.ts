@@ -12,7 +12,7 @@ import { queryOutboxKey } from '../../../src/queries/query-outbox.ts';
 import type { ReportedItem } from '../../../src/records/clinical-change.ts';
 import { CODE_SYSTEMS } from '../../../src/records/clinical-record.ts';
 import { RecordStore } from '../../../src/records/record-store.ts';
-import { patientAdminFor } from '../../../src/runtime/patient-admin-for.ts';
+import { patientAdminFor } from '../../../src/app/patient-admin-for.ts';
 import { PipelineHarness } from '../../support/pipeline-harness.ts';
 import { clusterForTest, type TestCluster } from '../../support/redis-cluster.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';

@@ -5,7 +5,7 @@ import { PresetStore } from '../../../src/presets/preset-store.ts';
 import { PatientConsent } from '../../../src/privacy/patient-consent.ts';
 import { Partitions } from '../../../src/queues/partitions.ts';
 import { repartition } from '../../../src/runtime/repartition.ts';
-import { StartupError } from '../../../src/runtime/startup-error.ts';
+import { StartupError } from '../../../src/config/startup-error.ts';
 import { CliProcess } from '../../../tools/cli-process.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
 import { clusterForTest, type TestCluster } from '../../support/redis-cluster.ts';

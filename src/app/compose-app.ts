@@ -1,0 +1,300 @@
+import { Queue } from 'bullmq';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config/config-schema.ts';
+import { configSlices, type ConfigSlices } from '../config/config-slices.ts';
+import { serviceClientOptions } from '../config/service-client-options.ts';
+import { StartupError } from '../config/startup-error.ts';
+import { createDeliveryRouter, type DeliveryRouting } from '../delivery/create-delivery-router.ts';
+import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
+import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
+import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
+import type { ResultSink } from '../delivery/result-sink.ts';
+import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { Crosswalk } from '../identity/crosswalk.ts';
+import { buildIngestApp, type IngestDeps } from '../ingest/build-ingest-app.ts';
+import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
+import { UpdateCommitter } from '../ingest/update-committer.ts';
+import type { Logger } from '../observability/logger.ts';
+import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
+import { processRegistry } from '../observability/process-registry.ts';
+import { PresetStore } from '../presets/preset-store.ts';
+import type { PolledOutcome } from '../queries/poll-scheduler.ts';
+import { queryJobOptions } from '../queries/query-job.ts';
+import { QueryScheduler } from '../queries/query-scheduler.ts';
+import { QueryState } from '../queries/query-state.ts';
+import type { SubmitOutcome } from '../queries/submit-scheduler.ts';
+import { Partitions } from '../queues/partitions.ts';
+import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
+import type { RedisClient } from '../queues/redis-client.ts';
+import type { DemographicsWait } from '../records/demographics-wait.ts';
+import { RecordStore } from '../records/record-store.ts';
+import {
+  createServiceClient,
+  type ServiceClient,
+  type ServiceClientOptions,
+} from '../service/create-service-client.ts';
+import { ProblemTerminology } from '../terminology/problem-terminology.ts';
+import {
+  initConcordanceQueries,
+  type ConcordanceQueries,
+} from '../../workers/concordance-queries.ts';
+import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
+
+/** The crosswalk keys from `identity.crosswalk_key`; a clear start-up error when it is not set. */
+export function crosswalkKeysFrom(config: Pick<Config, 'identity'>): CrosswalkKeys {
+  const secret = config.identity.crosswalk_key;
+  if (secret === undefined) {
+    throw new StartupError(
+      'CROSSWALK_KEY is not set: it encrypts the patient id crosswalk and the stored records. ' +
+        'Generate one with `openssl rand -base64 32` and keep it safe: without it the crosswalk cannot be read.',
+    );
+  }
+  return deriveCrosswalkKeys(secret);
+}
+
+/** The partitions a worker process serves: `worker.partitions`, else every one. */
+export function servedPartitions(config: Pick<Config, 'worker' | 'redis'>): number[] {
+  return config.worker.partitions ?? Array.from({ length: config.redis.partitions }, (_, p) => p);
+}
+
+export interface ComposeOptions {
+  /** The connection the stores use (a request connection for ingest, a worker's for work). */
+  redis: RedisClient;
+  /** @defaultValue derived from `identity.crosswalk_key` (see {@link crosswalkKeysFrom}) */
+  keys?: CrosswalkKeys;
+  /**
+   * The process's metrics registry; roles sharing one process pass the same one.
+   * @defaultValue a registry of its own, with the default process metrics
+   */
+  registry?: Registry;
+}
+
+/** What {@link App.queryEngine} needs besides what the app holds. */
+export interface QueryEngineOptions {
+  /** A worker connection for the partition's own commands (see `commandConnection`). */
+  connection: RedisClient;
+  partition: number;
+  client: ServiceClient;
+  /** Where results go (the delivery router, or a test's sink). */
+  sink: ResultSink;
+  /** @defaultValue the app's logger */
+  logger?: Logger;
+  demographics?: DemographicsWait;
+  onSubmitOutcome?: (outcome: SubmitOutcome) => void;
+  onPolledOutcome?: (outcome: PolledOutcome) => void;
+  /** @defaultValue true */
+  autorun?: boolean;
+}
+
+/**
+ * The composition root: builds the app's parts from the validated configuration, in one place,
+ * for every way it runs — `ingest`, `work` and `start` (src/runtime), the CLI's admin commands,
+ * the tests (test/support/pipeline-harness.ts), the bench and, through the CLI, the demo. The
+ * configuration is cut here, once, into typed slices ({@link configSlices}); the parts below get
+ * their slice and never the whole tree.
+ */
+export class App {
+  readonly config: Config;
+  readonly slices: ConfigSlices;
+  readonly logger: Logger;
+  readonly redis: RedisClient;
+  /** The configured prefix (`redis.prefix`): partition 0's, and that of what is no patient's. */
+  readonly prefix: string;
+  /** The partitions of the patients' keys (`redis.partitions`; one is the prefix alone). */
+  readonly partitions: Partitions;
+  readonly keys: CrosswalkKeys;
+  readonly crosswalk: Crosswalk;
+  readonly records: RecordStore;
+  readonly state: QueryState;
+  readonly presets: PresetStore;
+  /** The process's registry: what its `/metrics` serves. */
+  readonly metrics: Registry;
+  /** The `cw_` pipeline metrics on {@link App.metrics}. */
+  readonly pipelineMetrics: PipelineMetrics;
+  /** The outbound queue's consumer-lag metrics, on the same registry. */
+  readonly outboundMetrics: OutboundQueueMetrics;
+
+  private constructor(config: Config, logger: Logger, options: ComposeOptions) {
+    const { redis } = options;
+    this.config = config;
+    this.slices = configSlices(config);
+    this.logger = logger;
+    this.redis = redis;
+    this.prefix = config.redis.prefix;
+    this.partitions = Partitions.of(config.redis);
+    const prefix = this.partitions;
+    this.keys = options.keys ?? crosswalkKeysFrom(config);
+    const keys = this.keys;
+    this.crosswalk = new Crosswalk({ redis, prefix, keys });
+    this.records = new RecordStore({ redis, prefix, keys });
+    this.state = new QueryState({ redis, prefix });
+    this.presets = new PresetStore({ redis, prefix });
+    this.metrics = options.registry ?? processRegistry();
+    this.pipelineMetrics = new PipelineMetrics(this.metrics);
+    this.outboundMetrics = new OutboundQueueMetrics(this.metrics);
+  }
+
+  /**
+   * Builds the app. The keys are derived before anything else, so that a missing
+   * `CROSSWALK_KEY` is reported before any part is built.
+   */
+  static compose(config: Config, logger: Logger, options: ComposeOptions): App {
+    return new App(config, logger, options);
+  }
+
+  /** The Clinical Graph Service client (`service.*`), counting every response in the metrics. */
+  serviceClient(extra: Partial<ServiceClientOptions> = {}): ServiceClient {
+    return createServiceClient(
+      serviceClientOptions(this.slices.service, {
+        logger: this.logger,
+        onResponse: (info) => this.pipelineMetrics.observeServiceResponse(info),
+        ...extra,
+      }),
+    );
+  }
+
+  /** Opens queries (the coalescing scheduler ingest uses, `queries.debounce_ms`). */
+  queryScheduler(): QueryScheduler {
+    return new QueryScheduler({ state: this.state, debounceMs: this.config.queries.debounce_ms });
+  }
+
+  /**
+   * The query queue of the design before the due sets, of one partition: workers drain it at
+   * start (see migrateQueryJobs) and purges still look in it.
+   */
+  queriesQueue(connection: RedisClient, partition = 0): Queue {
+    return new Queue(CONCORDANCE_QUERIES, {
+      connection,
+      prefix: this.partitions.prefixAt(partition),
+      defaultJobOptions: queryJobOptions(this.config.queries),
+    });
+  }
+
+  /** {@link App.queriesQueue} of every partition (index = partition). */
+  queriesQueues(connection: RedisClient): Queue[] {
+    return this.partitions.prefixes.map((_, p) => this.queriesQueue(connection, p));
+  }
+
+  /** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY`. */
+  outboundChannel(connection: RedisClient): OutboundQueueChannel {
+    const outbound = this.config.delivery.outbound_queue;
+    if (outbound.key === undefined) {
+      throw new StartupError(
+        'OUTBOUND_KEY is not set: the outbound queue seals patient_id with it',
+      );
+    }
+    return new OutboundQueueChannel({
+      connection,
+      prefix: this.prefix,
+      name: outbound.name,
+      retention: outbound.retention,
+      key: outbound.key,
+    });
+  }
+
+  /**
+   * What ingest applies each message with: the record and its queries in one script.
+   * @param registry Where `cw_queries_enqueued_total` and the other ingest counters go.
+   *   @defaultValue the app's registry
+   */
+  committer(registry: Registry = this.metrics): UpdateCommitter {
+    return UpdateCommitter.fromConfig({
+      config: this.slices.ingest,
+      redis: this.redis,
+      records: this.records,
+      presets: this.presets,
+      registry,
+      keySpace: this.partitions,
+    });
+  }
+
+  /** Problem codes to ICD-10-CM (`terminology.*`). */
+  terminology(): ProblemTerminology {
+    return ProblemTerminology.fromConfig({
+      config: this.slices.terminology,
+      redis: this.redis,
+      registry: this.metrics,
+    });
+  }
+
+  /** The ingest's parts: the committer, the terminology and the clinical feeds' updates. */
+  ingestParts(): Pick<IngestDeps, 'committer' | 'terminology'> & { updates: ClinicalUpdates } {
+    const committer = this.committer();
+    const terminology = this.terminology();
+    const updates = ClinicalUpdates.fromDeps({
+      config: this.slices.ingest,
+      crosswalk: this.crosswalk,
+      records: this.records,
+      committer,
+      terminology,
+    });
+    return { committer, terminology, updates };
+  }
+
+  /** The ingest HTTP app on the app's stores (see buildIngestApp). */
+  ingestApp(
+    parts: Pick<IngestDeps, 'committer' | 'terminology' | 'updates' | 'admin' | 'isReady'>,
+  ) {
+    return buildIngestApp({
+      config: this.slices.ingest,
+      redis: this.redis,
+      crosswalk: this.crosswalk,
+      records: this.records,
+      presets: this.presets,
+      logger: this.logger,
+      metrics: { registry: this.metrics },
+      ...parts,
+    });
+  }
+
+  /**
+   * The delivery router and the channels `delivery.*` enables (throws a DeliveryConfigError when
+   * none is usable).
+   */
+  deliveryRouter(connection: RedisClient): DeliveryRouting {
+    return createDeliveryRouter({
+      config: this.slices.delivery,
+      connection,
+      prefix: this.partitions,
+      keys: this.keys,
+      logger: this.logger,
+      metrics: this.pipelineMetrics,
+      outboundMetrics: this.outboundMetrics,
+    });
+  }
+
+  /** The concordance queries of one partition: its submit and poll schedulers. */
+  queryEngine(options: QueryEngineOptions): Promise<ConcordanceQueries> {
+    const { partition, ...rest } = options;
+    return initConcordanceQueries({
+      ...rest,
+      prefix: this.partitions.prefixAt(partition),
+      keySpace: this.partitions,
+      config: this.slices.queries,
+      state: this.state,
+      records: this.records,
+      crosswalk: this.crosswalk,
+      logger: options.logger ?? this.logger,
+      metrics: this.pipelineMetrics,
+    });
+  }
+
+  /** The webhook deliveries' worker of one partition (`delivery.webhook.*`). */
+  webhookDeliveries(connection: RedisClient, partition: number, logger: Logger = this.logger) {
+    const prefix = this.partitions.prefixAt(partition);
+    return initWebhookDeliveries({
+      config: this.slices.delivery,
+      connection,
+      prefix,
+      keys: this.keys,
+      logger,
+      metrics: this.pipelineMetrics,
+      deadLetters: new DeadLetterStore({
+        redis: connection,
+        prefix,
+        keys: this.keys,
+        retentionDays: this.config.delivery.dead_letters.retention_days,
+      }),
+    });
+  }
+}

@@ -1,0 +1,61 @@
+import type { Config } from './config-schema.ts';
+
+/**
+ * The validated configuration cut into the typed slices the parts below the composition root
+ * take (src/app/compose-app.ts makes them once): each part sees the sections it reads and no
+ * other. A slice holds the very section objects of the configuration (no copy).
+ */
+
+/** The query engine (workers/concordance-queries.ts): its rules, and what a record may send. */
+export type QueriesSlice = Pick<Config, 'queries' | 'privacy'>;
+
+/** The delivery side (router, channels, webhook worker): `delivery.*` and the outbound network. */
+export type DeliverySlice = Pick<Config, 'delivery' | 'outbound'>;
+
+/** The client of the Clinical Graph Service: `service.*` and the outbound network. */
+export type ServiceSlice = Pick<Config, 'service' | 'outbound'>;
+
+/** Problem codes to ICD-10-CM: `terminology.*`, the outbound network, and where its cache lives. */
+export type TerminologySlice = Pick<Config, 'terminology' | 'outbound' | 'redis'>;
+
+/**
+ * The ingest side (HTTP app, MLLP, FHIR intake, the update committer): its routes, tokens, the
+ * feeds' settings, presets, de-identification, and the query settings a new query is opened with.
+ */
+export type IngestSlice = Pick<
+  Config,
+  'ingest' | 'admin' | 'hl7v2' | 'fhir' | 'presets' | 'privacy' | 'queries' | 'redis' | 'outbound'
+>;
+
+export interface ConfigSlices {
+  ingest: IngestSlice;
+  queries: QueriesSlice;
+  delivery: DeliverySlice;
+  service: ServiceSlice;
+  terminology: TerminologySlice;
+}
+
+/** Cuts `config` into its slices (the composition root's one reading of the whole tree). */
+export function configSlices(config: Config): ConfigSlices {
+  const {
+    ingest,
+    admin,
+    hl7v2,
+    fhir,
+    presets,
+    privacy,
+    queries,
+    redis,
+    outbound,
+    delivery,
+    service,
+    terminology,
+  } = config;
+  return {
+    ingest: { ingest, admin, hl7v2, fhir, presets, privacy, queries, redis, outbound },
+    queries: { queries, privacy },
+    delivery: { delivery, outbound },
+    service: { service, outbound },
+    terminology: { terminology, outbound, redis },
+  };
+}
