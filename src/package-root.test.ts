@@ -23,7 +23,7 @@ afterEach(() => {
 
 /**
  * A fresh copy of this module at `<tmp>/dist/src/package-root.ts` (where the built copy puts
- * it), with `files` (path from `<tmp>` -> JSON content) written first.
+ * it, with the error family's base beside it), with `files` (path from `<tmp>` -> JSON content) written first.
  */
 async function builtCopy(
   files: Record<string, unknown>,
@@ -37,6 +37,10 @@ async function builtCopy(
   const file = join(root, 'dist', 'src', 'package-root.ts');
   mkdirSync(dirname(file), { recursive: true });
   copyFileSync(new URL('./package-root.ts', import.meta.url), file);
+  // Its one import, the error family's base, where the built copy puts it too.
+  const base = join(root, 'dist', 'src', 'errors', 'concordance-error.ts');
+  mkdirSync(dirname(base), { recursive: true });
+  copyFileSync(new URL('./errors/concordance-error.ts', import.meta.url), base);
   return { root, mod: (await import(pathToFileURL(file).href)) as PackageRootModule };
 }
 

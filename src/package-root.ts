@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { ConcordanceError } from './errors/concordance-error.ts';
 
 /** Our package's name in package.json: the marker of the package root. */
 export const PACKAGE_NAME = 'concordance-worker';
@@ -10,7 +11,7 @@ const MAX_LEVELS = 4;
  * The package root cannot be found above this module: the installation is incomplete (no
  * package.json of ours above the code, e.g. only `dist/` was copied).
  */
-export class PackageRootError extends Error {
+export class PackageRootError extends ConcordanceError {
   static readonly code = 'ERR_PACKAGE_ROOT';
   readonly code = PackageRootError.code;
   override readonly name = 'PackageRootError';

@@ -1,3 +1,4 @@
+import { ConcordanceError } from '../errors/concordance-error.ts';
 /** One thing wrong with the configuration, named by its path (`service.timeout_ms`). */
 export interface ConfigProblem {
   path: string;
@@ -5,7 +6,7 @@ export interface ConfigProblem {
 }
 
 /** The configuration cannot be used; `problems` lists every reason, not only the first. */
-export class ConfigError extends Error {
+export class ConfigError extends ConcordanceError {
   static readonly code = 'ERR_CONFIG';
   readonly code = ConfigError.code;
   readonly problems: readonly ConfigProblem[];

@@ -1,5 +1,6 @@
+import { ConcordanceError } from '../errors/concordance-error.ts';
 /** The process cannot start as configured; the message says what to set. */
-export class StartupError extends Error {
+export class StartupError extends ConcordanceError {
   static readonly code = 'ERR_STARTUP';
   readonly code = StartupError.code;
 

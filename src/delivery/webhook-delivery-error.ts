@@ -1,3 +1,4 @@
+import { ConcordanceError } from '../errors/concordance-error.ts';
 /** Why one webhook attempt did not count as delivered. */
 export type WebhookFailureCode =
   /** The endpoint answered 410 Gone: it will never take the event; no retry. */
@@ -13,7 +14,7 @@ export type WebhookFailureCode =
  * A failed webhook attempt. The message names the status or the network error code, never the
  * URL's query string, the payload or the secret, because it is logged and kept with dead letters.
  */
-export class WebhookDeliveryError extends Error {
+export class WebhookDeliveryError extends ConcordanceError {
   readonly code: WebhookFailureCode;
   /** The HTTP status, when the endpoint answered. */
   readonly status: number | undefined;

@@ -1,8 +1,9 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { aesGcmOpen, aesGcmSeal, hkdfKey } from './aes-gcm.ts';
+import { ConcordanceError } from '../errors/concordance-error.ts';
 
 /** The crosswalk secret is unusable: too short, or not base64/hex. */
-export class CrosswalkKeyError extends Error {
+export class CrosswalkKeyError extends ConcordanceError {
   static readonly code = 'ERR_CROSSWALK_KEY';
   readonly code = CrosswalkKeyError.code;
 

@@ -1,5 +1,6 @@
+import { ConcordanceError } from '../errors/concordance-error.ts';
 /** An administrative action named a patient id the crosswalk has never seen. */
-export class UnknownPatientError extends Error {
+export class UnknownPatientError extends ConcordanceError {
   static readonly code = 'ERR_UNKNOWN_PATIENT';
   readonly code = UnknownPatientError.code;
   override readonly name = 'UnknownPatientError';

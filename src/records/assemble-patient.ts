@@ -6,12 +6,13 @@ import type {
 } from '../interface/assembled-patient.ts';
 import type { ClinicalItem, ClinicalRecord, ItemKind } from './clinical-record.ts';
 import { DATE_LIKE, MAX_STRING_VALUE } from './short-value.ts';
+import { ConcordanceError } from '../errors/concordance-error.ts';
 
 /**
  * The record cannot be assembled: the service requires an age and the record has no usable birth
  * date. The message names the reason only, never the value.
  */
-export class RecordNotAssemblableError extends Error {
+export class RecordNotAssemblableError extends ConcordanceError {
   static readonly code = 'ERR_RECORD_NOT_ASSEMBLABLE';
   readonly code = RecordNotAssemblableError.code;
   readonly reason: 'birth_date_missing' | 'birth_date_invalid' | 'birth_date_in_future';

@@ -1,12 +1,13 @@
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 import { DEMOGRAPHIC_TERMS } from './demographic-terms.ts';
 import { FREE_TEXT_KINDS, stripFreeText, type FreeTextKind } from './strip-free-text.ts';
+import { ConcordanceError } from '../errors/concordance-error.ts';
 
 /**
  * The payload still holds the patient's local identifier or another of the patient's known
  * identifiers: it is refused, not sent. The message never contains the value found.
  */
-export class IdentifierLeakError extends Error {
+export class IdentifierLeakError extends ConcordanceError {
   static readonly code = 'ERR_IDENTIFIER_LEAK';
   readonly code = IdentifierLeakError.code;
 

@@ -1,4 +1,5 @@
 import type { ValidationErrorItem } from '../../interface/validation-error.ts';
+import { ConcordanceError } from '../../errors/concordance-error.ts';
 
 /** The interface's error bodies: validation items (422) or a human-readable message. */
 export type ErrorBody = { detail: ValidationErrorItem[] } | { detail: string };
@@ -8,8 +9,8 @@ export type ErrorBody = { detail: ValidationErrorItem[] } | { detail: string };
  * exactly what goes out, so the error handler needs no knowledge of the individual classes.
  * Messages never carry a patient id or record content: they may end up in logs.
  */
-export abstract class IngestHttpError extends Error {
-  abstract readonly code: string;
+export abstract class IngestHttpError extends ConcordanceError {
+  abstract override readonly code: string;
   abstract readonly statusCode: number;
 
   /** Response headers that belong to this error (`WWW-Authenticate`, `Retry-After`). */

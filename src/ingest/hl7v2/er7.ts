@@ -1,3 +1,4 @@
+import { ConcordanceError } from '../../errors/concordance-error.ts';
 /**
  * A small, strict-enough reader of HL7 v2 ER7 ("pipe and hat") messages. It accepts what real feeds
  * send: CR, LF or CRLF between segments, a UTF-8 byte order mark, trailing spaces, blank lines.
@@ -32,7 +33,9 @@ export interface Er7Message {
 }
 
 /** The message cannot be read; `segment` and `field` say where (no content is quoted). */
-export class Er7ParseError extends Error {
+export class Er7ParseError extends ConcordanceError {
+  static readonly code = 'ERR_HL7V2_PARSE';
+  readonly code = Er7ParseError.code;
   override readonly name = 'Er7ParseError';
   readonly segment: string | undefined;
   readonly sequence: number | undefined;

@@ -1,5 +1,6 @@
+import { ConcordanceError } from '../../errors/concordance-error.ts';
 /** Storing the message took longer than the handler's deadline. */
-export class Hl7v2DeadlineError extends Error {
+export class Hl7v2DeadlineError extends ConcordanceError {
   static readonly code = 'ERR_HL7V2_DEADLINE';
   readonly code = Hl7v2DeadlineError.code;
   override readonly name = 'Hl7v2DeadlineError';

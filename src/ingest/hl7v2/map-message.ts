@@ -12,9 +12,12 @@ import {
   type Segment,
 } from './er7.ts';
 import { describeRules, patientKeyOfPid, priorKeyOfMrg } from './patient-id-rules.ts';
+import { ConcordanceError } from '../../errors/concordance-error.ts';
 
 /** A message the sender must fix (AE): nothing is changed. */
-export class Hl7v2RejectError extends Error {
+export class Hl7v2RejectError extends ConcordanceError {
+  static readonly code = 'ERR_HL7V2_REJECTED';
+  readonly code = Hl7v2RejectError.code;
   override readonly name = 'Hl7v2RejectError';
   /** HL7 table 0357: 101 required field missing, 102 data type error, 100 segment sequence error… */
   readonly errorCode: string;

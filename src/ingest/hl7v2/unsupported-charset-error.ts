@@ -1,5 +1,6 @@
+import { ConcordanceError } from '../../errors/concordance-error.ts';
 /** A listener's default character set (`hl7v2.charset.*_default`) is not one this ingester reads. */
-export class UnsupportedCharsetError extends Error {
+export class UnsupportedCharsetError extends ConcordanceError {
   static readonly code = 'ERR_HL7V2_UNSUPPORTED_CHARSET';
   readonly code = UnsupportedCharsetError.code;
   override readonly name = 'UnsupportedCharsetError';

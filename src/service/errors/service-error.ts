@@ -1,3 +1,4 @@
+import { ConcordanceError } from '../../errors/concordance-error.ts';
 /** What every service error may know about the call that failed. */
 export interface ServiceErrorDetails {
   /** HTTP status of the response, when there was one. */
@@ -18,8 +19,8 @@ export interface ServiceErrorDetails {
  * programmatic checks; `message` is for humans. Neither the message nor {@link toJSON} carries the
  * API key or a request body, because bodies hold patient data and errors end up in logs.
  */
-export abstract class ServiceError extends Error {
-  abstract readonly code: string;
+export abstract class ServiceError extends ConcordanceError {
+  abstract override readonly code: string;
   readonly status: number | undefined;
   readonly requestId: string | undefined;
   readonly endpoint: string | undefined;
