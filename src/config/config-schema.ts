@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
-import { MAX_PARTITIONS } from '../queues/partitions.ts';
+import { MAX_PARTITIONS } from './redis-partitioning.ts';
 
 const SERVICE_ENVIRONMENTS = ['production', 'staging', 'development', 'local'] as const;
 export type ServiceEnvironmentName = (typeof SERVICE_ENVIRONMENTS)[number];

@@ -1,4 +1,4 @@
-import { hashTagOf } from '../queues/partitions.ts';
+import { hashTagOf } from './redis-partitioning.ts';
 import type { ConfigProblem } from './config-error.ts';
 import type { Config } from './config-schema.ts';
 

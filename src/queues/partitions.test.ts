@@ -2,23 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   CLUSTER_SLOTS,
-  hashTagOf,
   partitionIndex,
   partitionPrefixes,
   Partitions,
   slotOf,
 } from './partitions.ts';
-
-describe('hashTagOf', () => {
-  it('is what Redis Cluster hashes: the text between the first { and the next }', () => {
-    expect(hashTagOf('{cw}')).toBe('cw');
-    expect(hashTagOf('app{cw}:x')).toBe('cw');
-    expect(hashTagOf('{cw}{other}')).toBe('cw');
-    expect(hashTagOf('cw')).toBeUndefined();
-    expect(hashTagOf('{}cw')).toBeUndefined();
-    expect(hashTagOf('{cw')).toBeUndefined();
-  });
-});
 
 describe('partitionIndex', () => {
   it('is the first four bytes of SHA-256, big-endian, modulo the count (fixed values)', () => {

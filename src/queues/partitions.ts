@@ -1,23 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
+import { hashTagOf, MAX_PARTITIONS } from '../config/redis-partitioning.ts';
 
 /** Redis Cluster's hash slots. */
 export const CLUSTER_SLOTS = 16_384;
-
-/** The most partitions a configuration may ask for (`redis.partitions`). */
-export const MAX_PARTITIONS = 32;
-
-/**
- * The hash tag Redis Cluster hashes a key by: the text between the first `{` and the first `}`
- * after it, when that text is not empty (else the whole key is hashed, and there is no tag).
- */
-export function hashTagOf(key: string): string | undefined {
-  const open = key.indexOf('{');
-  if (open < 0) return undefined;
-  const close = key.indexOf('}', open + 1);
-  if (close <= open + 1) return undefined;
-  return key.slice(open + 1, close);
-}
 
 /** The Redis Cluster hash slot of a key (the function ioredis routes commands with). */
 export function slotOf(key: string): number {

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
-import { MAX_PARTITIONS, Partitions } from '../../queues/partitions.ts';
+import { MAX_PARTITIONS } from '../../config/redis-partitioning.ts';
+import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { repartition } from '../../runtime/repartition.ts';
 import { StartupError } from '../../config/startup-error.ts';
