@@ -26,6 +26,7 @@ const BASE = [
   'src/interface',
   'src/ccsr',
   'src/package-root.ts',
+  'src/errors',
 ];
 const SIMULATOR = 'src/simulator';
 const LAYERS = [ENTRY, APP, EDGE, DOMAIN, BASE];
@@ -45,18 +46,20 @@ const MAY: Record<string, string[]> = {
   'src/privacy': below(...DOMAIN.filter((folder) => folder !== 'src/privacy')),
   'src/presets': below(...DOMAIN.slice(4)),
   'src/queries': below(...DOMAIN.slice(4)),
-  'src/terminology': ['src/records', 'src/connections', 'src/package-root.ts'],
+  'src/terminology': ['src/records', 'src/connections', 'src/package-root.ts', 'src/errors'],
   'src/records': below(...DOMAIN.slice(5)),
   'src/delivery': below(...DOMAIN.slice(6)),
   'src/identity': below(...DOMAIN.slice(7)),
-  'src/observability': [],
+  'src/observability': ['src/errors'],
   'src/queues': below(),
-  'src/service': ['src/interface', 'src/package-root.ts'],
-  'src/connections': [],
-  'src/config': ['src/ccsr', 'src/connections', 'src/package-root.ts'],
+  'src/service': ['src/interface', 'src/package-root.ts', 'src/errors'],
+  'src/connections': ['src/errors'],
+  'src/config': ['src/ccsr', 'src/connections', 'src/package-root.ts', 'src/errors'],
   'src/interface': [],
-  'src/ccsr': ['src/package-root.ts'],
-  'src/package-root.ts': [],
+  'src/ccsr': ['src/package-root.ts', 'src/errors'],
+  'src/package-root.ts': ['src/errors'],
+  // The error family's base: imports nothing of ours.
+  'src/errors': [],
   [SIMULATOR]: ['src/interface', 'src/ccsr'],
 };
 
