@@ -104,6 +104,10 @@ export class PollScheduler {
   #ticking: Promise<void> | undefined;
   #stopped = false;
   #failing = false;
+  /** The last tick took all it asked for: more may be due (see {@link start}). */
+  #more = false;
+  /** Ticks at once (set by {@link start}). */
+  #kick: (() => void) | undefined;
 
   constructor(options: PollSchedulerOptions) {
     this.#o = options;
@@ -137,6 +141,7 @@ export class PollScheduler {
     } finally {
       this.#inFlight -= limit;
     }
+    this.#more = leased.length === limit;
     if (leased.length === 0) return 0;
     this.#inFlight += leased.length;
     const batch = this.#run(leased, now)
@@ -144,6 +149,8 @@ export class PollScheduler {
       .finally(() => {
         this.#inFlight -= leased.length;
         this.#batches.delete(batch);
+        // Slots are free again and more was due: lease at once rather than at the next interval.
+        if (this.#more) this.#kick?.();
       });
     this.#batches.add(batch);
     return leased.length;
@@ -154,13 +161,29 @@ export class PollScheduler {
     while (this.#batches.size > 0) await Promise.all([...this.#batches]);
   }
 
-  /** Ticks every `interval_ms`, at once again while ticks lease a full batch. */
+  /**
+   * Ticks every `interval_ms`; at once again while a tick takes all it asked for and slots are
+   * free, and whenever a batch ends while more was due.
+   */
   start(): void {
+    let again = false;
     const run = () => {
-      if (this.#stopped || this.#ticking !== undefined) return;
+      if (this.#stopped) return;
+      if (this.#ticking !== undefined) {
+        again = true;
+        return;
+      }
       this.#ticking = (async () => {
         try {
-          while (!this.#stopped && (await this.tick()) >= this.#o.polling.batch);
+          do {
+            again = false;
+            while (
+              !this.#stopped &&
+              (await this.tick()) > 0 &&
+              this.#more &&
+              this.#o.polling.concurrency - this.#inFlight > 0
+            );
+          } while (again && !this.#stopped);
           if (this.#failing) {
             this.#failing = false;
             this.#o.logger.info('polls are being leased again');
@@ -172,6 +195,7 @@ export class PollScheduler {
         this.#ticking = undefined;
       });
     };
+    this.#kick = run;
     this.#timer = setInterval(run, this.#o.polling.interval_ms);
     this.#timer.unref();
     run();

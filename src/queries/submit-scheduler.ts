@@ -133,6 +133,10 @@ export class SubmitScheduler {
   #ticking: Promise<void> | undefined;
   #stopped = false;
   #failing = false;
+  /** The last tick took all it asked for: more may be due (see {@link start}). */
+  #more = false;
+  /** Ticks at once (set by {@link start}). */
+  #kick: (() => void) | undefined;
 
   constructor(options: SubmitSchedulerOptions) {
     this.#o = options;
@@ -145,9 +149,13 @@ export class SubmitScheduler {
     return this.#o.due.depth(now);
   }
 
+  #free(): number {
+    return this.#o.claiming.concurrency - this.#inFlight;
+  }
+
   /** Claims what is due (as many as free submission slots allow) and starts submitting it. */
   async tick(): Promise<number> {
-    const free = this.#o.claiming.concurrency - this.#inFlight;
+    const free = this.#free();
     if (free <= 0 || this.#stopped) return 0;
     const limit = Math.min(this.#o.claiming.batch, free);
     const now = this.#now();
@@ -159,6 +167,7 @@ export class SubmitScheduler {
     } finally {
       this.#inFlight -= limit;
     }
+    this.#more = claimed.length === limit;
     if (claimed.length === 0) return 0;
     this.#inFlight += claimed.length;
     const batch = this.#run(claimed)
@@ -166,6 +175,8 @@ export class SubmitScheduler {
       .finally(() => {
         this.#inFlight -= claimed.length;
         this.#batches.delete(batch);
+        // Slots are free again and more was due: claim at once rather than at the next interval.
+        if (this.#more) this.#kick?.();
       });
     this.#batches.add(batch);
     return claimed.length;
@@ -176,13 +187,24 @@ export class SubmitScheduler {
     while (this.#batches.size > 0) await Promise.all([...this.#batches]);
   }
 
-  /** Ticks every `interval_ms`, at once again while ticks claim a full batch. */
+  /**
+   * Ticks every `interval_ms`; at once again while a tick takes all it asked for and slots are
+   * free, and whenever a batch ends while more was due.
+   */
   start(): void {
+    let again = false;
     const run = () => {
-      if (this.#stopped || this.#ticking !== undefined) return;
+      if (this.#stopped) return;
+      if (this.#ticking !== undefined) {
+        again = true;
+        return;
+      }
       this.#ticking = (async () => {
         try {
-          while (!this.#stopped && (await this.tick()) >= this.#o.claiming.batch);
+          do {
+            again = false;
+            while (!this.#stopped && (await this.tick()) > 0 && this.#more && this.#free() > 0);
+          } while (again && !this.#stopped);
           if (this.#failing) {
             this.#failing = false;
             this.#o.logger.info('due queries are being claimed again');
@@ -194,6 +216,7 @@ export class SubmitScheduler {
         this.#ticking = undefined;
       });
     };
+    this.#kick = run;
     this.#timer = setInterval(run, this.#o.claiming.interval_ms);
     this.#timer.unref();
     run();
