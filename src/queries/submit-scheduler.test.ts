@@ -673,6 +673,38 @@ describe('SubmitScheduler (real Redis)', () => {
     },
   );
 
+  it('forgets a superseded query even when its workers died with it (as on the poll side)', async () => {
+    const psid = await open('MRN-SUP-STALL');
+    prepared.set(psid, new PortFailure({ kind: 'birth_date_missing' }));
+    clock += DEBOUNCE_MS;
+    const s = scheduler();
+    expect(await tickAndSettle(s)).toBe(1);
+    prepared.delete(psid);
+    await update(psid, 'ev-2', 58);
+    clock += DEBOUNCE_MS;
+    expect(await tickAndSettle(s)).toBe(1);
+    // Query 1 comes due again and two workers die holding it.
+    clock += 10_000;
+    for (let i = 0; i < 2; i++) expect(await deadWorkerClaims()).toHaveLength(1);
+    expect(await tickAndSettle(s)).toBe(1);
+
+    expect(outcomes.map((o) => [o.data.seq, o.decision.kind])).toEqual([[1, 'forget']]);
+    expect(delivered).toEqual([]);
+    expect(sent).toEqual([psid]);
+  });
+
+  it("ends an opted-out patient's stalled query ERR_PATIENT_OPTED_OUT, unsent", async () => {
+    const psid = await open('MRN-OPTOUT-STALL');
+    clock += DEBOUNCE_MS;
+    for (let i = 0; i < 2; i++) expect(await deadWorkerClaims()).toHaveLength(1);
+    await new PatientConsent({ redis: env.redis, prefix: env.prefix }).optOut(psid);
+    expect(await tickAndSettle(scheduler())).toBe(1);
+    expect(sent).toEqual([]);
+    expect(events()).toMatchObject([
+      { status: 'rejected', error: { code: 'ERR_PATIENT_OPTED_OUT' } },
+    ]);
+  });
+
   it('ends a query stalled at once with max_stalled_count 0 after one dead worker', async () => {
     await open('MRN-STALL0');
     clock += DEBOUNCE_MS;
