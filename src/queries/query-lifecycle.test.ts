@@ -5,6 +5,7 @@ import {
   decideBeforePoll,
   decideBeforeSubmit,
   decidePoll,
+  decideStalled,
   decideSubmitFailure,
   DEFAULT_RATE_LIMIT_MS,
   supersededDecision,
@@ -173,6 +174,68 @@ describe('decideSubmitFailure', () => {
     expect(decide({ kind: 'auth_refused' }, RULES.submitAttempts + 1)).toEqual(hold);
   });
 
+  it('waits for the birth date at any attempt, the first included', () => {
+    expect(decide({ kind: 'birth_date_missing' }, 1)).toEqual({ kind: 'wait_demographics' });
+    expect(decide({ kind: 'birth_date_missing' }, RULES.submitAttempts + 5)).toEqual({
+      kind: 'wait_demographics',
+    });
+  });
+
+  it.each(['ERR_RECORD_NOT_ASSEMBLABLE', 'ERR_IDENTIFIER_LEAK', 'ERR_SERVICE_VALIDATION'] as const)(
+    'rejects a record refused with %s at once, whatever the attempt',
+    (code) => {
+      const failure: SubmitFailure = { kind: 'refused', code, message: 'refused' };
+      const rejected = ending('rejected', { code, message: 'refused' });
+      expect(decide(failure, 1)).toEqual(rejected);
+      expect(decide(failure, RULES.submitAttempts)).toEqual(rejected);
+      expect(decide(failure, RULES.submitAttempts + 1)).toEqual(rejected);
+    },
+  );
+
+  it('holds after a 429 even at or past the last attempt: a hold never ends the query', () => {
+    expect(decide({ kind: 'rate_limited' }, RULES.submitAttempts)).toEqual(
+      held('rate_limited', DEFAULT_RATE_LIMIT_MS),
+    );
+    expect(decide({ kind: 'rate_limited', retryAfterMs: 3_000 }, RULES.submitAttempts + 1)).toEqual(
+      held('rate_limited', 3_000),
+    );
+  });
+
+  it('holds a refused key for auth_pause_ms, never for rate_limit_ms', () => {
+    expect(decide({ kind: 'auth_refused' }, 1, { ...RULES, rateLimitMs: 750 })).toEqual(
+      held('auth_refused', RULES.authPauseMs),
+    );
+  });
+
+  it('fails a permanent failure at the first attempt, and at the last one without a count', () => {
+    const failure: SubmitFailure = {
+      kind: 'permanent',
+      code: 'ERR_SERVICE_BAD_RESPONSE',
+      message: 'no job id in the answer',
+    };
+    const failed = ending('failed', {
+      code: 'ERR_SERVICE_BAD_RESPONSE',
+      message: 'no job id in the answer',
+    });
+    expect(decide(failure, 1)).toEqual(failed);
+    expect(decide(failure, RULES.submitAttempts)).toEqual(failed);
+  });
+
+  it('ends a transient failure with its own code (a timeout stays ERR_SERVICE_TIMEOUT)', () => {
+    const failure: SubmitFailure = {
+      kind: 'transient',
+      code: 'ERR_SERVICE_TIMEOUT',
+      message: 'no answer in time',
+    };
+    expect(decide(failure, RULES.submitAttempts - 1)).toEqual({ kind: 'retry' });
+    expect(decide(failure, RULES.submitAttempts)).toEqual(
+      ending('failed', {
+        code: 'ERR_SERVICE_TIMEOUT',
+        message: 'no answer in time (after 3 attempts)',
+      }),
+    );
+  });
+
   it('fails a permanent failure at once, with its code and message', () => {
     const failure: SubmitFailure = {
       kind: 'permanent',
@@ -205,6 +268,54 @@ describe('decideSubmitFailure', () => {
       kind: 'end',
       failure: { message: 'service unavailable (after 1 attempts)' },
     });
+  });
+});
+
+describe('decideStalled', () => {
+  /** The stalled ending for `max` = `queries.max_stalled_count`. */
+  const stalledEnd = (max: number) =>
+    ending('failed', {
+      code: 'ERR_QUERY_STALLED',
+      message: `the query's worker stopped more than ${max} times while it ran`,
+    });
+
+  // `leases` counts this lease too: leases - 1 leases were lost (their workers died).
+  it('lets a query go on below max_stalled_count lost leases', () => {
+    expect(decideStalled(1, { maxStalledCount: 2 })).toBeUndefined();
+    expect(decideStalled(2, { maxStalledCount: 2 })).toBeUndefined();
+  });
+
+  it('lets a query go on at exactly max_stalled_count lost leases (max + 1 leases)', () => {
+    expect(decideStalled(3, { maxStalledCount: 2 })).toBeUndefined();
+    expect(decideStalled(11, { maxStalledCount: 10 })).toBeUndefined();
+  });
+
+  it('ends ERR_QUERY_STALLED above max_stalled_count lost leases, naming the count', () => {
+    expect(decideStalled(4, { maxStalledCount: 2 })).toEqual(stalledEnd(2));
+    expect(decideStalled(12, { maxStalledCount: 10 })).toEqual(stalledEnd(10));
+    expect(decideStalled(1_000, { maxStalledCount: 2 })).toEqual(stalledEnd(2));
+  });
+
+  it('with max_stalled_count 0: the first lease goes on, the first lost lease ends it', () => {
+    expect(decideStalled(1, { maxStalledCount: 0 })).toBeUndefined();
+    expect(decideStalled(2, { maxStalledCount: 0 })).toEqual(stalledEnd(0));
+    expect(decideStalled(3, { maxStalledCount: 0 })).toEqual(stalledEnd(0));
+  });
+
+  it('is what decideBeforePoll decides for a query that is not superseded', () => {
+    for (let leases = 1; leases <= 5; leases++) {
+      for (const maxStalledCount of [0, 1, 3]) {
+        const rules = { ...RULES, maxStalledCount };
+        expect(decideBeforePoll(pollFacts({ leases }), rules)).toEqual(
+          decideStalled(leases, rules),
+        );
+      }
+    }
+  });
+
+  it('ends by the result-code contract (ERR_QUERY_STALLED is a failure)', () => {
+    expect(RESULT_ERROR_CODES.ERR_QUERY_STALLED).toBe('failed');
+    expect(decideStalled(3, { maxStalledCount: 0 })?.countAs).toBe('failed');
   });
 });
 
@@ -359,6 +470,50 @@ describe('decidePoll', () => {
     expect(decide({ kind: 'pending' }, { submittedAt: submittedAt + 1 })).toMatchObject({
       kind: 'poll_again',
       at: NOW + 1,
+    });
+  });
+
+  it("lets a 429's Retry-After win over rules.rateLimitMs on a poll", () => {
+    const limited = { ...RULES, rateLimitMs: 1_500 };
+    const answer: PollAnswer = { kind: 'rate_limited', retryAfterMs: 7_000 };
+    expect(decidePoll(pollFacts(), answer, limited, NOW, schedule)).toEqual(
+      held('rate_limited', 7_000),
+    );
+  });
+
+  it('holds a refused key for auth_pause_ms on a poll, never for rate_limit_ms', () => {
+    const limited = { ...RULES, rateLimitMs: 1_500 };
+    expect(decidePoll(pollFacts(), { kind: 'auth_refused' }, limited, NOW, schedule)).toEqual(
+      held('auth_refused', RULES.authPauseMs),
+    );
+  });
+
+  it('does not ask the schedule when the job ended, was lost or was held', () => {
+    delays.length = 0;
+    decide({ kind: 'success', concordance });
+    decide({ kind: 'failure', status: 'error', concordance: null });
+    decide({ kind: 'lost' });
+    decide({ kind: 'rate_limited' });
+    decide({ kind: 'auth_refused' });
+    expect(delays).toEqual([]);
+  });
+
+  it('ends a lost job lost once resubmissions are used up, after the deadline too', () => {
+    const facts = { submittedAt: NOW - 2 * RULES.deadlineMs, resubmits: RULES.resubmitLost };
+    expect(decide({ kind: 'lost' }, facts)).toMatchObject({
+      outcome: 'lost',
+      failure: { code: 'ERR_REMOTE_JOB_LOST' },
+    });
+  });
+
+  it('holds a 429 after the deadline (the next pending answer times it out)', () => {
+    const facts = { submittedAt: NOW - 2 * RULES.deadlineMs };
+    expect(decide({ kind: 'rate_limited', retryAfterMs: 2_000 }, facts)).toEqual(
+      held('rate_limited', 2_000),
+    );
+    expect(decide({ kind: 'failure', status: 'error', concordance: null }, facts)).toMatchObject({
+      outcome: 'failed',
+      failure: { code: 'ERR_REMOTE_JOB_FAILED' },
     });
   });
 

@@ -257,9 +257,9 @@ export class SubmitScheduler {
     };
     await Promise.all(
       claimed.map(async (query) => {
-        const stalled = decideStalled(query.leases, rules);
+        // What ends a query without sending it comes first (a superseded query ends without an
+        // event, as on the poll side); then one whose workers kept dying with it.
         const before =
-          stalled ??
           decideBeforeSubmit(
             {
               optedOut: query.optedOut,
@@ -267,7 +267,7 @@ export class SubmitScheduler {
               hasRecord: query.record.version !== null && query.sealedLocalId !== null,
             },
             rules,
-          );
+          ) ?? decideStalled(query.leases, rules);
         if (before !== undefined) {
           end(query, before);
           return;
