@@ -16,7 +16,14 @@ import {
   writeConfig,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { ChildProc, clearRedis, cpuMeter, waitForLine } from '../support/processes.ts';
+import {
+  ChildProc,
+  clearRedis,
+  commandCalls,
+  commandsPerItem,
+  cpuMeter,
+  waitForLine,
+} from '../support/processes.ts';
 import { round } from '../support/stats.ts';
 
 export interface PipelineSettings {
@@ -44,6 +51,11 @@ export interface PipelineResult {
     worker_cpu_ms_per_query: number | null;
     /** The Redis server's CPU over the run, per query (its own process, /proc). */
     redis_cpu_ms_per_query: number | null;
+    /**
+     * Redis commands per query, every client's (the worker's and the bench process's: scheduling
+     * as ingest does, and its own polling of the outbound queue): the total and the most called.
+     */
+    redis_commands_per_query: { total: number; top: Record<string, number> };
     /**
      * The bench process's CPU per query: the local service (in this process) answering the
      * submission and the polls, plus the bench's scheduling and its checks of the outbound queue.
@@ -103,6 +115,7 @@ export async function pipelineScenario(
       const cpu = cpuMeter(worker.proc.pid);
       const redisCpu = cpuMeter(ctx.redis.pid);
       const benchCpu = cpuMeter(process.pid);
+      const callsBefore = await commandCalls(ctx.redis.admin);
       const t0 = Date.now();
       await scheduleQueries(p, patients);
       const t1 = await until(async () => (await outbound.getWaitingCount()) >= settings.queries, {
@@ -113,6 +126,11 @@ export async function pipelineScenario(
       const seconds = (t1 - t0) / 1_000;
       const cpuMs = cpu.used();
       const [redisMs, benchMs] = [redisCpu.used(), benchCpu.used()];
+      const calls = commandsPerItem(
+        callsBefore,
+        await commandCalls(ctx.redis.admin),
+        settings.queries,
+      );
       pipeline = {
         queries: settings.queries,
         seconds: round(seconds, 2) ?? 0,
@@ -122,6 +140,7 @@ export async function pipelineScenario(
         worker_cpu_ms: cpuMs,
         worker_cpu_ms_per_query: perItem(cpuMs, settings.queries),
         redis_cpu_ms_per_query: perItem(redisMs, settings.queries),
+        redis_commands_per_query: calls,
         bench_process_cpu_ms_per_query: perItem(benchMs, settings.queries),
       };
     } finally {

@@ -268,3 +268,29 @@ export async function usedMemory(admin: Redis): Promise<number> {
   const info = await admin.info('memory');
   return Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? NaN);
 }
+
+/** Calls per command since the server started (`INFO commandstats`), by command name. */
+export async function commandCalls(admin: Redis): Promise<Map<string, number>> {
+  const info = await admin.info('commandstats');
+  const calls = new Map<string, number>();
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    calls.set(m[1] ?? '', Number(m[2]));
+  }
+  return calls;
+}
+
+/** Commands per item between two {@link commandCalls} readings: the total and the top ones. */
+export function commandsPerItem(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  items: number,
+): { total: number; top: Record<string, number> } {
+  const delta = [...after].map(([name, n]) => [name, n - (before.get(name) ?? 0)] as const);
+  const per = (n: number) => Math.round((n / items) * 100) / 100;
+  const total = delta.reduce((sum, [, n]) => sum + n, 0);
+  const top = delta
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 8);
+  return { total: per(total), top: Object.fromEntries(top.map(([name, n]) => [name, per(n)])) };
+}
