@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
+import { DueSetLoop } from './due-set-loop.ts';
 import type { Logger } from 'pino';
 import type { ResultEvent } from '../delivery/result-event.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
@@ -98,20 +98,26 @@ export class PollScheduler {
   readonly #o: PollSchedulerOptions;
   readonly #now: () => number;
   readonly #abort = new AbortController();
-  readonly #batches = new Set<Promise<void>>();
-  #inFlight = 0;
-  #timer: NodeJS.Timeout | undefined;
-  #ticking: Promise<void> | undefined;
-  #stopped = false;
-  #failing = false;
-  /** The last tick took all it asked for: more may be due (see {@link start}). */
-  #more = false;
-  /** Ticks at once (set by {@link start}). */
-  #kick: (() => void) | undefined;
+  readonly #loop: DueSetLoop<LeasedPoll>;
 
   constructor(options: PollSchedulerOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+    const { polling, polls } = options;
+    this.#loop = new DueSetLoop({
+      intervalMs: polling.interval_ms,
+      batch: polling.batch,
+      concurrency: polling.concurrency,
+      now: this.#now,
+      take: (limit, now) => polls.lease(now, limit, now + polling.lease_ms),
+      run: (leased, leasedAt) => this.#run(leased, leasedAt),
+      logger: options.logger,
+      messages: {
+        failing:
+          'polls could not be leased or written; their leases run out and they come due again',
+        recovered: 'polls are being leased again',
+      },
+    });
   }
 
   /** How full the partition's due set of polls is (for the poll gauges). */
@@ -121,84 +127,25 @@ export class PollScheduler {
 
   /** Polls in flight right now. */
   get inFlight(): number {
-    return this.#inFlight;
+    return this.#loop.inFlight;
   }
 
   /**
    * Leases what is due (as many as free GET slots allow) and starts polling it; resolves once the
    * lease is taken, with how many were leased. {@link settled} waits for the polls themselves.
    */
-  async tick(): Promise<number> {
-    const free = this.#o.polling.concurrency - this.#inFlight;
-    if (free <= 0 || this.#stopped) return 0;
-    const now = this.#now();
-    // The slots are taken before the lease, so that ticks running at once never over-lease.
-    const limit = Math.min(this.#o.polling.batch, free);
-    this.#inFlight += limit;
-    let leased: LeasedPoll[];
-    try {
-      leased = await this.#o.polls.lease(now, limit, now + this.#o.polling.lease_ms);
-    } finally {
-      this.#inFlight -= limit;
-    }
-    this.#more = leased.length === limit;
-    if (leased.length === 0) return 0;
-    this.#inFlight += leased.length;
-    const batch = this.#run(leased, now)
-      .catch((err: unknown) => this.#failed(err))
-      .finally(() => {
-        this.#inFlight -= leased.length;
-        this.#batches.delete(batch);
-        // Slots are free again and more was due: lease at once rather than at the next interval.
-        if (this.#more) this.#kick?.();
-      });
-    this.#batches.add(batch);
-    return leased.length;
+  tick(): Promise<number> {
+    return this.#loop.tick();
   }
 
   /** Resolves once every batch started so far has written its outcomes (or failed). */
-  async settled(): Promise<void> {
-    while (this.#batches.size > 0) await Promise.all([...this.#batches]);
+  settled(): Promise<void> {
+    return this.#loop.settled();
   }
 
-  /**
-   * Ticks every `interval_ms`; at once again while a tick takes all it asked for and slots are
-   * free, and whenever a batch ends while more was due.
-   */
+  /** Leases every `interval_ms`, and at once whenever more may be due (see DueSetLoop). */
   start(): void {
-    let again = false;
-    const run = () => {
-      if (this.#stopped) return;
-      if (this.#ticking !== undefined) {
-        again = true;
-        return;
-      }
-      this.#ticking = (async () => {
-        try {
-          do {
-            again = false;
-            while (
-              !this.#stopped &&
-              (await this.tick()) > 0 &&
-              this.#more &&
-              this.#o.polling.concurrency - this.#inFlight > 0
-            );
-          } while (again && !this.#stopped);
-          if (this.#failing) {
-            this.#failing = false;
-            this.#o.logger.info('polls are being leased again');
-          }
-        } catch (err) {
-          this.#failed(err);
-        }
-      })().finally(() => {
-        this.#ticking = undefined;
-      });
-    };
-    this.#kick = run;
-    this.#timer = setInterval(run, this.#o.polling.interval_ms);
-    this.#timer.unref();
-    run();
+    this.#loop.start();
   }
 
   /**
@@ -206,22 +153,9 @@ export class PollScheduler {
    * still out are abandoned (their leases run out and they come due again).
    */
   async close(graceMs = 2_000): Promise<boolean> {
-    this.#stopped = true;
-    clearInterval(this.#timer);
-    const pending = Promise.all([this.#ticking, this.settled()]).then(() => true);
-    const done = await Promise.race([pending, delay(graceMs, false, { ref: false })]);
+    const done = await this.#loop.close(graceMs);
     this.#abort.abort(new Error('the poll scheduler is closing'));
     return done;
-  }
-
-  #failed(err: unknown): void {
-    if (this.#failing) return;
-    this.#failing = true;
-    const e = err as Error;
-    this.#o.logger.warn(
-      { err: { name: e.name, message: e.message } },
-      'polls could not be leased or written; their leases run out and they come due again',
-    );
   }
 
   async #run(leased: LeasedPoll[], leasedAt: number): Promise<void> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
+import { DueSetLoop } from './due-set-loop.ts';
 import type { Logger } from 'pino';
 import type { ResultEvent } from '../delivery/result-event.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
@@ -127,21 +127,32 @@ export class SubmitScheduler {
   readonly #now: () => number;
   readonly #random: () => number;
   readonly #abort = new AbortController();
-  readonly #batches = new Set<Promise<void>>();
-  #inFlight = 0;
-  #timer: NodeJS.Timeout | undefined;
-  #ticking: Promise<void> | undefined;
-  #stopped = false;
-  #failing = false;
-  /** The last tick took all it asked for: more may be due (see {@link start}). */
-  #more = false;
-  /** Ticks at once (set by {@link start}). */
-  #kick: (() => void) | undefined;
+  readonly #loop: DueSetLoop<ClaimedQuery>;
 
   constructor(options: SubmitSchedulerOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
     this.#random = options.random ?? Math.random;
+    const { claiming } = options;
+    this.#loop = new DueSetLoop({
+      intervalMs: claiming.interval_ms,
+      batch: claiming.batch,
+      concurrency: claiming.concurrency,
+      now: this.#now,
+      take: (limit, now) =>
+        options.due.claim(
+          now,
+          now + claiming.lease_ms,
+          Array.from({ length: limit }, () => randomUUID()),
+        ),
+      run: (claimed) => this.#run(claimed),
+      logger: options.logger,
+      messages: {
+        failing:
+          'due queries could not be claimed or written; their claims run out and they come due again',
+        recovered: 'due queries are being claimed again',
+      },
+    });
   }
 
   /** How full the partition's due set of new queries is (for the gauges). */
@@ -149,77 +160,19 @@ export class SubmitScheduler {
     return this.#o.due.depth(now);
   }
 
-  #free(): number {
-    return this.#o.claiming.concurrency - this.#inFlight;
-  }
-
   /** Claims what is due (as many as free submission slots allow) and starts submitting it. */
-  async tick(): Promise<number> {
-    const free = this.#free();
-    if (free <= 0 || this.#stopped) return 0;
-    const limit = Math.min(this.#o.claiming.batch, free);
-    const now = this.#now();
-    this.#inFlight += limit;
-    let claimed: ClaimedQuery[];
-    try {
-      const ids = Array.from({ length: limit }, () => randomUUID());
-      claimed = await this.#o.due.claim(now, now + this.#o.claiming.lease_ms, ids);
-    } finally {
-      this.#inFlight -= limit;
-    }
-    this.#more = claimed.length === limit;
-    if (claimed.length === 0) return 0;
-    this.#inFlight += claimed.length;
-    const batch = this.#run(claimed)
-      .catch((err: unknown) => this.#failed(err))
-      .finally(() => {
-        this.#inFlight -= claimed.length;
-        this.#batches.delete(batch);
-        // Slots are free again and more was due: claim at once rather than at the next interval.
-        if (this.#more) this.#kick?.();
-      });
-    this.#batches.add(batch);
-    return claimed.length;
+  tick(): Promise<number> {
+    return this.#loop.tick();
   }
 
   /** Resolves once every batch started so far has written its outcomes (or failed). */
-  async settled(): Promise<void> {
-    while (this.#batches.size > 0) await Promise.all([...this.#batches]);
+  settled(): Promise<void> {
+    return this.#loop.settled();
   }
 
-  /**
-   * Ticks every `interval_ms`; at once again while a tick takes all it asked for and slots are
-   * free, and whenever a batch ends while more was due.
-   */
+  /** Claims every `interval_ms`, and at once whenever more may be due (see DueSetLoop). */
   start(): void {
-    let again = false;
-    const run = () => {
-      if (this.#stopped) return;
-      if (this.#ticking !== undefined) {
-        again = true;
-        return;
-      }
-      this.#ticking = (async () => {
-        try {
-          do {
-            again = false;
-            while (!this.#stopped && (await this.tick()) > 0 && this.#more && this.#free() > 0);
-          } while (again && !this.#stopped);
-          if (this.#failing) {
-            this.#failing = false;
-            this.#o.logger.info('due queries are being claimed again');
-          }
-        } catch (err) {
-          this.#failed(err);
-        }
-      })().finally(() => {
-        this.#ticking = undefined;
-      });
-    };
-    this.#kick = run;
-    this.#timer = setInterval(run, this.#o.claiming.interval_ms);
-    this.#timer.unref();
-    run();
+    this.#loop.start();
   }
 
   /**
@@ -228,22 +181,9 @@ export class SubmitScheduler {
    * everything was written back.
    */
   async close(graceMs = 2_000): Promise<boolean> {
-    this.#stopped = true;
-    clearInterval(this.#timer);
-    const pending = Promise.all([this.#ticking, this.settled()]).then(() => true);
-    const done = await Promise.race([pending, delay(graceMs, false, { ref: false })]);
+    const done = await this.#loop.close(graceMs);
     this.#abort.abort(new Error('the submit scheduler is closing'));
     return done;
-  }
-
-  #failed(err: unknown): void {
-    if (this.#failing) return;
-    this.#failing = true;
-    const e = err as Error;
-    this.#o.logger.warn(
-      { err: { name: e.name, message: e.message } },
-      'due queries could not be claimed or written; their claims run out and they come due again',
-    );
   }
 
   async #run(claimed: ClaimedQuery[]): Promise<void> {
