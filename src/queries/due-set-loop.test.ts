@@ -8,24 +8,30 @@ function fixture(due: number, options: { batch: number; concurrency: number }) {
   const takes: number[] = [];
   const running: { taken: number[]; release: () => void }[] = [];
   const waiters: (() => void)[] = [];
-  const loop = new DueSetLoop<number>({
-    // An hour: every take after the first one below comes from the loop's own wake-ups.
-    intervalMs: 3_600_000,
-    ...options,
-    logger: pino({ level: 'silent' }),
-    messages: { failing: 'failing', recovered: 'recovered' },
-    async take(limit) {
+  class Numbers extends DueSetLoop<number> {
+    constructor() {
+      super({
+        // An hour: every take after the first one below comes from the loop's own wake-ups.
+        intervalMs: 3_600_000,
+        ...options,
+        logger: pino({ level: 'silent' }),
+        messages: { failing: 'failing', recovered: 'recovered' },
+      });
+    }
+
+    protected async take(limit: number): Promise<number[]> {
       takes.push(limit);
-      const taken = Array.from({ length: Math.min(limit, due - next) }, () => next++);
-      return taken;
-    },
-    run(taken) {
+      return Array.from({ length: Math.min(limit, due - next) }, () => next++);
+    }
+
+    protected run(taken: number[]): Promise<void> {
       return new Promise<void>((release) => {
         running.push({ taken, release });
         for (const wake of waiters.splice(0)) wake();
       });
-    },
-  });
+    }
+  }
+  const loop = new Numbers();
   const untilRunning = async (count: number) => {
     while (running.length < count) await new Promise<void>((resolve) => waiters.push(resolve));
   };

@@ -1,17 +1,13 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 
-export interface DueSetLoopOptions<T> {
+export interface DueSetLoopOptions {
   /** How often the loop looks for due entries when nothing else woke it. */
   intervalMs: number;
   /** Entries taken by one tick at most. */
   batch: number;
   /** Entries being worked on at once at most (taken but not yet written back). */
   concurrency: number;
-  /** Takes (leases) up to `limit` due entries at `now`. */
-  take(limit: number, now: number): Promise<T[]>;
-  /** Works a batch of taken entries through and writes their outcomes back. */
-  run(taken: T[], takenAt: number): Promise<void>;
   /** @defaultValue `Date.now` */
   now?: () => number;
   logger: Logger;
@@ -26,8 +22,9 @@ export interface DueSetLoopOptions<T> {
  * once while a take got all it asked for and slots are free, and whenever a batch ends while more
  * was due. What a dead process had taken comes due again when its lease runs out.
  */
-export class DueSetLoop<T> {
-  readonly #o: DueSetLoopOptions<T>;
+export abstract class DueSetLoop<T> {
+  readonly #o: DueSetLoopOptions;
+  readonly #abort = new AbortController();
   readonly #now: () => number;
   readonly #batches = new Set<Promise<void>>();
   #inFlight = 0;
@@ -40,9 +37,20 @@ export class DueSetLoop<T> {
   /** The last take got all it asked for: more may be due. */
   #more = false;
 
-  constructor(options: DueSetLoopOptions<T>) {
+  protected constructor(options: DueSetLoopOptions) {
     this.#o = options;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** Takes (leases) up to `limit` due entries at `now`. */
+  protected abstract take(limit: number, now: number): Promise<T[]>;
+
+  /** Works a batch of taken entries through and writes their outcomes back. */
+  protected abstract run(taken: T[], takenAt: number): Promise<void>;
+
+  /** Aborted when {@link close} stops waiting: what is still in flight gives up. */
+  protected get signal(): AbortSignal {
+    return this.#abort.signal;
   }
 
   /** Entries taken and not yet written back. */
@@ -67,15 +75,14 @@ export class DueSetLoop<T> {
     this.#inFlight += limit;
     let taken: T[];
     try {
-      taken = await this.#o.take(limit, now);
+      taken = await this.take(limit, now);
     } finally {
       this.#inFlight -= limit;
     }
     this.#more = taken.length === limit;
     if (taken.length === 0) return 0;
     this.#inFlight += taken.length;
-    const batch = this.#o
-      .run(taken, now)
+    const batch = this.run(taken, now)
       .catch((err: unknown) => this.#failed(err))
       .finally(() => {
         this.#inFlight -= taken.length;
@@ -129,11 +136,13 @@ export class DueSetLoop<T> {
    * still out is abandoned (its leases run out and it comes due again). True when everything was
    * written back.
    */
-  async close(graceMs: number): Promise<boolean> {
+  async close(graceMs = 2_000): Promise<boolean> {
     this.#stopped = true;
     clearInterval(this.#timer);
     const pending = Promise.all([this.#ticking, this.settled()]).then(() => true);
-    return Promise.race([pending, delay(graceMs, false, { ref: false })]);
+    const done = await Promise.race([pending, delay(graceMs, false, { ref: false })]);
+    this.#abort.abort(new Error('closing'));
+    return done;
   }
 
   #failed(err: unknown): void {

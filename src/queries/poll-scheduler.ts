@@ -94,23 +94,17 @@ interface Polled {
  * sent by two workers at once while its lease holds (keep `lease_ms` above a GET's timeout with
  * its retries).
  */
-export class PollScheduler {
+export class PollScheduler extends DueSetLoop<LeasedPoll> {
   readonly #o: PollSchedulerOptions;
   readonly #now: () => number;
-  readonly #abort = new AbortController();
-  readonly #loop: DueSetLoop<LeasedPoll>;
 
   constructor(options: PollSchedulerOptions) {
-    this.#o = options;
-    this.#now = options.now ?? Date.now;
-    const { polling, polls } = options;
-    this.#loop = new DueSetLoop({
+    const { polling } = options;
+    super({
       intervalMs: polling.interval_ms,
       batch: polling.batch,
       concurrency: polling.concurrency,
-      now: this.#now,
-      take: (limit, now) => polls.lease(now, limit, now + polling.lease_ms),
-      run: (leased, leasedAt) => this.#run(leased, leasedAt),
+      ...(options.now === undefined ? {} : { now: options.now }),
       logger: options.logger,
       messages: {
         failing:
@@ -118,6 +112,13 @@ export class PollScheduler {
         recovered: 'polls are being leased again',
       },
     });
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Leases up to `limit` due polls for `lease_ms`. */
+  protected take(limit: number, now: number): Promise<LeasedPoll[]> {
+    return this.#o.polls.lease(now, limit, now + this.#o.polling.lease_ms);
   }
 
   /** How full the partition's due set of polls is (for the poll gauges). */
@@ -125,40 +126,7 @@ export class PollScheduler {
     return this.#o.polls.depth(now);
   }
 
-  /** Polls in flight right now. */
-  get inFlight(): number {
-    return this.#loop.inFlight;
-  }
-
-  /**
-   * Leases what is due (as many as free GET slots allow) and starts polling it; resolves once the
-   * lease is taken, with how many were leased. {@link settled} waits for the polls themselves.
-   */
-  tick(): Promise<number> {
-    return this.#loop.tick();
-  }
-
-  /** Resolves once every batch started so far has written its outcomes (or failed). */
-  settled(): Promise<void> {
-    return this.#loop.settled();
-  }
-
-  /** Leases every `interval_ms`, and at once whenever more may be due (see DueSetLoop). */
-  start(): void {
-    this.#loop.start();
-  }
-
-  /**
-   * Stops leasing and waits up to `graceMs` for the polls in flight to be written back; those
-   * still out are abandoned (their leases run out and they come due again).
-   */
-  async close(graceMs = 2_000): Promise<boolean> {
-    const done = await this.#loop.close(graceMs);
-    this.#abort.abort(new Error('the poll scheduler is closing'));
-    return done;
-  }
-
-  async #run(leased: LeasedPoll[], leasedAt: number): Promise<void> {
+  protected async run(leased: LeasedPoll[], leasedAt: number): Promise<void> {
     const { metrics, rules, profiles } = this.#o;
     // A profile that cannot be read now keeps its last copy (or the configured schedule).
     await profiles.refresh(leased.map((p) => p.ccsrCategory)).catch(() => undefined);
@@ -175,7 +143,7 @@ export class PollScheduler {
         const before = decideBeforePoll(facts, rules);
         if (before !== undefined)
           return { poll, decision: before, answer: undefined, at: leasedAt };
-        const answer = await this.#o.ports.poll(poll.remote.remoteJobId, this.#abort.signal);
+        const answer = await this.#o.ports.poll(poll.remote.remoteJobId, this.signal);
         metrics?.polls.inc({ state: answer.kind === 'pending' ? 'pending' : stateLabel(answer) });
         const at = this.#now();
         const profile = profiles.get(poll.ccsrCategory);

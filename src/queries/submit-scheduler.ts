@@ -122,30 +122,18 @@ interface Ended {
  * outcome (retry, wait, hold) is written back with one script. A worker that dies leaves its
  * claims leased: they come due again after `lease_ms`.
  */
-export class SubmitScheduler {
+export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
   readonly #o: SubmitSchedulerOptions;
   readonly #now: () => number;
   readonly #random: () => number;
-  readonly #abort = new AbortController();
-  readonly #loop: DueSetLoop<ClaimedQuery>;
 
   constructor(options: SubmitSchedulerOptions) {
-    this.#o = options;
-    this.#now = options.now ?? Date.now;
-    this.#random = options.random ?? Math.random;
     const { claiming } = options;
-    this.#loop = new DueSetLoop({
+    super({
       intervalMs: claiming.interval_ms,
       batch: claiming.batch,
       concurrency: claiming.concurrency,
-      now: this.#now,
-      take: (limit, now) =>
-        options.due.claim(
-          now,
-          now + claiming.lease_ms,
-          Array.from({ length: limit }, () => randomUUID()),
-        ),
-      run: (claimed) => this.#run(claimed),
+      ...(options.now === undefined ? {} : { now: options.now }),
       logger: options.logger,
       messages: {
         failing:
@@ -153,6 +141,15 @@ export class SubmitScheduler {
         recovered: 'due queries are being claimed again',
       },
     });
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+    this.#random = options.random ?? Math.random;
+  }
+
+  /** Claims up to `limit` due queries, leased for `lease_ms`, with what their submission needs. */
+  protected take(limit: number, now: number): Promise<ClaimedQuery[]> {
+    const ids = Array.from({ length: limit }, () => randomUUID());
+    return this.#o.due.claim(now, now + this.#o.claiming.lease_ms, ids);
   }
 
   /** How full the partition's due set of new queries is (for the gauges). */
@@ -160,33 +157,7 @@ export class SubmitScheduler {
     return this.#o.due.depth(now);
   }
 
-  /** Claims what is due (as many as free submission slots allow) and starts submitting it. */
-  tick(): Promise<number> {
-    return this.#loop.tick();
-  }
-
-  /** Resolves once every batch started so far has written its outcomes (or failed). */
-  settled(): Promise<void> {
-    return this.#loop.settled();
-  }
-
-  /** Claims every `interval_ms`, and at once whenever more may be due (see DueSetLoop). */
-  start(): void {
-    this.#loop.start();
-  }
-
-  /**
-   * Stops claiming and waits up to `graceMs` for the submissions in flight to be written back;
-   * those still out are abandoned (their claims run out and come due again). True when
-   * everything was written back.
-   */
-  async close(graceMs = 2_000): Promise<boolean> {
-    const done = await this.#loop.close(graceMs);
-    this.#abort.abort(new Error('the submit scheduler is closing'));
-    return done;
-  }
-
-  async #run(claimed: ClaimedQuery[]): Promise<void> {
+  protected async run(claimed: ClaimedQuery[]): Promise<void> {
     const { rules, ports } = this.#o;
     const ended: Ended[] = [];
     const writes: DueWrite[] = [];
@@ -248,11 +219,7 @@ export class SubmitScheduler {
     const sentAt = this.#now();
     let remoteJobId: string;
     try {
-      remoteJobId = await this.#o.ports.submit(
-        item.payload,
-        query.ccsrCategory,
-        this.#abort.signal,
-      );
+      remoteJobId = await this.#o.ports.submit(item.payload, query.ccsrCategory, this.signal);
     } catch (err) {
       await this.#afterFailure(query, err, item.recordVersion, ended, writes);
       return;
