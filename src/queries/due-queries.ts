@@ -1,5 +1,5 @@
 import { LuaScript } from '../queues/lua-script.ts';
-import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
+import { dueSetDepth, holdDueSet, LUA_FOR_EACH_OP_END, type DueSetDepth } from './due-set.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { parseOutboxMember, queryOutboxKey, type DueQuery } from './query-outbox.ts';
 import type { PolledRemoteJob } from './poll-set.ts';
@@ -137,14 +137,7 @@ return out
 `);
 
 /** Writes back the outcomes (ARGV[2], JSON [{m, k, at?, a?}]) of claimed queries. */
-const APPLY = new LuaScript(`
-local ops = cjson.decode(ARGV[2])
-for _, op in ipairs(ops) do
-  local psid, cat, seq = string.match(op.m, '^(.*)|([^|]*)|(%d+)$')
-  local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
-  if op.k == 'end' then
-    redis.call('ZREM', KEYS[1], op.m)
-    redis.call('HDEL', qs, 'c:' .. seq, 's:' .. seq, 'r:' .. seq, 'l:' .. seq, 'f:' .. seq, 'n:' .. seq, 'i:' .. seq)
+const APPLY = new LuaScript(`${LUA_FOR_EACH_OP_END}
   elseif redis.call('HEXISTS', qs, 'c:' .. seq) == 0 then
     redis.call('ZREM', KEYS[1], op.m)
   else

@@ -10,13 +10,12 @@ function fixture(due: number, options: { batch: number; concurrency: number }) {
   const waiters: (() => void)[] = [];
   class Numbers extends DueSetLoop<number> {
     constructor() {
-      super({
+      super(
+        { logger: pino({ level: 'silent' }) },
         // An hour: every take after the first one below comes from the loop's own wake-ups.
-        intervalMs: 3_600_000,
-        ...options,
-        logger: pino({ level: 'silent' }),
-        messages: { failing: 'failing', recovered: 'recovered' },
-      });
+        { interval_ms: 3_600_000, ...options },
+        { failing: 'failing', recovered: 'recovered' },
+      );
     }
 
     protected async take(limit: number): Promise<number[]> {

@@ -1,18 +1,35 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
+import type { LatencyProfiles } from './latency-profiles.ts';
+import type { PollScheduleOptions } from './poll-schedule.ts';
+import type { LifecycleRules } from './query-lifecycle.ts';
 
-export interface DueSetLoopOptions {
-  /** How often the loop looks for due entries when nothing else woke it. */
-  intervalMs: number;
-  /** Entries taken by one tick at most. */
-  batch: number;
-  /** Entries being worked on at once at most (taken but not yet written back). */
-  concurrency: number;
+/** What both schedulers of a partition's due sets (submissions, polls) are given alike. */
+export interface DueSetSchedulerOptions<Outcome> {
+  /** The categories' recent job latencies, which the poll schedule learns from. */
+  profiles: LatencyProfiles;
+  rules: LifecycleRules;
+  schedule: PollScheduleOptions;
+  logger: Logger;
+  metrics?: PipelineMetrics;
+  /** Told of each query that ended here, once its outcome is written. */
+  onOutcome?: (outcome: Outcome) => void;
   /** @defaultValue `Date.now` */
   now?: () => number;
-  logger: Logger;
-  /** The warning logged once when taking or writing back fails, and the line once it works again. */
-  messages: { failing: string; recovered: string };
+}
+
+/** How a loop takes: every `interval_ms` up to `batch` entries, `concurrency` in flight at most. */
+export interface DueSetSlots {
+  interval_ms: number;
+  batch: number;
+  concurrency: number;
+}
+
+/** The warning logged once when taking or writing back fails, and the line once it works again. */
+export interface DueSetMessages {
+  failing: string;
+  recovered: string;
 }
 
 /**
@@ -23,7 +40,9 @@ export interface DueSetLoopOptions {
  * was due. What a dead process had taken comes due again when its lease runs out.
  */
 export abstract class DueSetLoop<T> {
-  readonly #o: DueSetLoopOptions;
+  readonly #slots: DueSetSlots;
+  readonly #logger: Logger;
+  readonly #messages: DueSetMessages;
   readonly #abort = new AbortController();
   readonly #now: () => number;
   readonly #batches = new Set<Promise<void>>();
@@ -37,8 +56,14 @@ export abstract class DueSetLoop<T> {
   /** The last take got all it asked for: more may be due. */
   #more = false;
 
-  protected constructor(options: DueSetLoopOptions) {
-    this.#o = options;
+  protected constructor(
+    options: Pick<DueSetSchedulerOptions<unknown>, 'logger' | 'now'>,
+    slots: DueSetSlots,
+    messages: DueSetMessages,
+  ) {
+    this.#slots = slots;
+    this.#logger = options.logger;
+    this.#messages = messages;
     this.#now = options.now ?? Date.now;
   }
 
@@ -59,7 +84,7 @@ export abstract class DueSetLoop<T> {
   }
 
   #free(): number {
-    return this.#o.concurrency - this.#inFlight;
+    return this.#slots.concurrency - this.#inFlight;
   }
 
   /**
@@ -69,7 +94,7 @@ export abstract class DueSetLoop<T> {
   async tick(): Promise<number> {
     const free = this.#free();
     if (free <= 0 || this.#stopped) return 0;
-    const limit = Math.min(this.#o.batch, free);
+    const limit = Math.min(this.#slots.batch, free);
     const now = this.#now();
     // The slots are taken before the lease, so that ticks running at once never over-take.
     this.#inFlight += limit;
@@ -102,7 +127,7 @@ export abstract class DueSetLoop<T> {
   /** Ticks every `intervalMs`, and at once whenever more may be due (see the class). */
   start(): void {
     this.#started = true;
-    this.#timer = setInterval(() => this.#kick(), this.#o.intervalMs);
+    this.#timer = setInterval(() => this.#kick(), this.#slots.interval_ms);
     this.#timer.unref();
     this.#kick();
   }
@@ -121,7 +146,7 @@ export abstract class DueSetLoop<T> {
         } while (this.#again && !this.#stopped);
         if (this.#failing) {
           this.#failing = false;
-          this.#o.logger.info(this.#o.messages.recovered);
+          this.#logger.info(this.#messages.recovered);
         }
       } catch (err) {
         this.#failed(err);
@@ -149,6 +174,6 @@ export abstract class DueSetLoop<T> {
     if (this.#failing) return;
     this.#failing = true;
     const e = err as Error;
-    this.#o.logger.warn({ err: { name: e.name, message: e.message } }, this.#o.messages.failing);
+    this.#logger.warn({ err: { name: e.name, message: e.message } }, this.#messages.failing);
   }
 }

@@ -1,18 +1,13 @@
 import { createHash } from 'node:crypto';
-import { DueSetLoop } from './due-set-loop.ts';
-import type { Logger } from 'pino';
+import { DueSetLoop, type DueSetSchedulerOptions } from './due-set-loop.ts';
 import type { ResultEvent } from '../delivery/result-event.ts';
-import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { adaptiveDelayMs, latencyEstimateMs } from './adaptive-schedule.ts';
-import type { LatencyProfiles } from './latency-profiles.ts';
-import type { PollScheduleOptions } from './poll-schedule.ts';
 import type { LeasedPoll, PollSet, PollWrite, PolledRemoteJob } from './poll-set.ts';
 import {
   decideBeforePoll,
   decidePoll,
   type EndDecision,
   type ForgetDecision,
-  type LifecycleRules,
   type PollAnswer,
   type PollDecision,
   type PollFacts,
@@ -39,19 +34,11 @@ export interface PolledOutcome {
   eventId: string | null;
 }
 
-export interface PollSchedulerOptions {
+export interface PollSchedulerOptions extends DueSetSchedulerOptions<PolledOutcome> {
   polls: PollSet;
   ports: PollPorts;
-  profiles: LatencyProfiles;
-  rules: LifecycleRules;
-  schedule: PollScheduleOptions;
   /** `queries.polling`. */
   polling: { interval_ms: number; batch: number; concurrency: number; lease_ms: number };
-  logger: Logger;
-  metrics?: PipelineMetrics;
-  onOutcome?: (outcome: PolledOutcome) => void;
-  /** @defaultValue `Date.now` */
-  now?: () => number;
 }
 
 /** The id of a query's result event when its data predates stored query ids: stable per query. */
@@ -99,18 +86,9 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
   readonly #now: () => number;
 
   constructor(options: PollSchedulerOptions) {
-    const { polling } = options;
-    super({
-      intervalMs: polling.interval_ms,
-      batch: polling.batch,
-      concurrency: polling.concurrency,
-      ...(options.now === undefined ? {} : { now: options.now }),
-      logger: options.logger,
-      messages: {
-        failing:
-          'polls could not be leased or written; their leases run out and they come due again',
-        recovered: 'polls are being leased again',
-      },
+    super(options, options.polling, {
+      failing: 'polls could not be leased or written; their leases run out and they come due again',
+      recovered: 'polls are being leased again',
     });
     this.#o = options;
     this.#now = options.now ?? Date.now;

@@ -1,6 +1,6 @@
 import type { RedisClient } from '../queues/redis-client.ts';
 import { LuaScript } from '../queues/lua-script.ts';
-import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
+import { dueSetDepth, holdDueSet, LUA_FOR_EACH_OP_END, type DueSetDepth } from './due-set.ts';
 import {
   outboxMember,
   parseOutboxMember,
@@ -106,14 +106,7 @@ return out
  * prefix ARGV[1]; a resubmitted query goes back to the due set of new queries (KEYS[2]). A poll
  * whose remote job is gone meanwhile (a purge) is not brought back.
  */
-const APPLY = new LuaScript(`
-local ops = cjson.decode(ARGV[2])
-for _, op in ipairs(ops) do
-  local psid, cat, seq = string.match(op.m, '^(.*)|([^|]*)|(%d+)$')
-  local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
-  if op.k == 'end' then
-    redis.call('ZREM', KEYS[1], op.m)
-    redis.call('HDEL', qs, 'c:' .. seq, 's:' .. seq, 'r:' .. seq, 'l:' .. seq, 'f:' .. seq, 'n:' .. seq, 'i:' .. seq)
+const APPLY = new LuaScript(`${LUA_FOR_EACH_OP_END}
     if op.lat then
       local lk = ARGV[1] .. ':qlat:' .. cat
       redis.call('LPUSH', lk, op.lat)

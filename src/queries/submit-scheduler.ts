@@ -1,14 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { DueSetLoop } from './due-set-loop.ts';
-import type { Logger } from 'pino';
+import { DueSetLoop, type DueSetSchedulerOptions } from './due-set-loop.ts';
 import type { ResultEvent } from '../delivery/result-event.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
-import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import type { WaitDecision } from '../records/demographics-wait.ts';
 import { adaptiveDelayMs } from './adaptive-schedule.ts';
 import type { ClaimedQuery, DueQueries, DueWrite } from './due-queries.ts';
-import type { LatencyProfiles } from './latency-profiles.ts';
-import type { PollScheduleOptions } from './poll-schedule.ts';
+import type { ResultErrorCode } from './result-error-codes.ts';
 import type { PolledRemoteJob } from './poll-set.ts';
 import {
   decideBeforeSubmit,
@@ -16,7 +13,6 @@ import {
   decideSubmitFailure,
   type EndDecision,
   type ForgetDecision,
-  type LifecycleRules,
   type SubmitFailure,
 } from './query-lifecycle.ts';
 import { queryJobId, type QueryJobData } from './query-job.ts';
@@ -60,12 +56,9 @@ export interface SubmitOutcome {
   eventId: string | null;
 }
 
-export interface SubmitSchedulerOptions {
+export interface SubmitSchedulerOptions extends DueSetSchedulerOptions<SubmitOutcome> {
   due: DueQueries;
   ports: SubmitPorts;
-  profiles: LatencyProfiles;
-  rules: LifecycleRules;
-  schedule: PollScheduleOptions;
   /** `queries.submit_backoff_ms`: the first retry's delay (doubled per attempt, ±20 %). */
   backoffMs: number;
   /** `queries.demographics_wait_s` (for the failure message). */
@@ -75,11 +68,6 @@ export interface SubmitSchedulerOptions {
    * `lease_ms`; `concurrency`: submissions in flight at most (`queries.concurrency`).
    */
   claiming: { interval_ms: number; batch: number; lease_ms: number; concurrency: number };
-  logger: Logger;
-  metrics?: PipelineMetrics;
-  onOutcome?: (outcome: SubmitOutcome) => void;
-  /** @defaultValue `Date.now` */
-  now?: () => number;
   /** @defaultValue `Math.random` */
   random?: () => number;
 }
@@ -97,6 +85,11 @@ function dataOf(query: ClaimedQuery, extra: Partial<QueryJobData> = {}): QueryJo
     resubmits: query.resubmits,
     ...extra,
   };
+}
+
+/** An end `failed` with `code`. */
+function failedWith(code: ResultErrorCode, message: string): EndDecision {
+  return { kind: 'end', outcome: 'failed', countAs: 'failed', failure: { code, message } };
 }
 
 const RECORD_MISSING: EndDecision = {
@@ -128,18 +121,10 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
   readonly #random: () => number;
 
   constructor(options: SubmitSchedulerOptions) {
-    const { claiming } = options;
-    super({
-      intervalMs: claiming.interval_ms,
-      batch: claiming.batch,
-      concurrency: claiming.concurrency,
-      ...(options.now === undefined ? {} : { now: options.now }),
-      logger: options.logger,
-      messages: {
-        failing:
-          'due queries could not be claimed or written; their claims run out and they come due again',
-        recovered: 'due queries are being claimed again',
-      },
+    super(options, options.claiming, {
+      failing:
+        'due queries could not be claimed or written; their claims run out and they come due again',
+      recovered: 'due queries are being claimed again',
     });
     this.#o = options;
     this.#now = options.now ?? Date.now;
@@ -273,18 +258,11 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
         },
         'query ended on an unexpected error',
       );
+      const internal = `the query ended on an internal error (${e.name})`;
       ended.push({
         query,
         data: dataOf(query, extra),
-        decision: {
-          kind: 'end',
-          outcome: 'failed',
-          countAs: 'failed',
-          failure: {
-            code: 'ERR_QUERY_INTERNAL',
-            message: `the query ended on an internal error (${e.name})`,
-          },
-        },
+        decision: failedWith('ERR_QUERY_INTERNAL', internal),
       });
       writes.push({ kind: 'end', query });
       return;
@@ -317,30 +295,20 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
       }
       case 'wait_demographics': {
         const wait = await ports.park(query, now);
-        if (wait.kind === 'wait') writes.push({ kind: 'later', query, at: wait.until });
-        else if (wait.kind === 'replaced') {
-          ended.push({
-            query,
-            data: dataOf(query, extra),
-            decision: { kind: 'forget', countAs: 'superseded' },
-          });
-          writes.push({ kind: 'end', query });
-        } else {
-          ended.push({
-            query,
-            data: dataOf(query, extra),
-            decision: {
-              kind: 'end',
-              outcome: 'failed',
-              countAs: 'failed',
-              failure: {
-                code: 'ERR_RECORD_WAITING_EXPIRED',
-                message: `no birth date arrived within ${this.#o.demographicsWaitS} s; not sent`,
-              },
-            },
-          });
-          writes.push({ kind: 'end', query });
+        if (wait.kind === 'wait') {
+          writes.push({ kind: 'later', query, at: wait.until });
+          return;
         }
+        const expired = `no birth date arrived within ${this.#o.demographicsWaitS} s; not sent`;
+        ended.push({
+          query,
+          data: dataOf(query, extra),
+          decision:
+            wait.kind === 'replaced'
+              ? { kind: 'forget', countAs: 'superseded' }
+              : failedWith('ERR_RECORD_WAITING_EXPIRED', expired),
+        });
+        writes.push({ kind: 'end', query });
         return;
       }
     }
