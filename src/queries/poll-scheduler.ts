@@ -12,8 +12,8 @@ import {
   type PollDecision,
   type PollFacts,
 } from './query-lifecycle.ts';
-import { queryJobId, type QueryJobData } from './query-job.ts';
-import { resultEvent } from './query-outcome.ts';
+import type { QueryJobData } from './query-job.ts';
+import { logQueryEnd, resultEvent } from './query-outcome.ts';
 
 /** The ports the poll scheduler works through. */
 export interface PollPorts {
@@ -199,26 +199,10 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
       );
     }
     if (resubmit.length > 0) this.#o.metrics?.resubmissions.inc(resubmit.length);
-    const info = logger.isLevelEnabled('info');
     for (const { p, data, decision } of ended) {
       const eventId = events.find((e) => e.data === data)?.event.id ?? null;
       this.#o.metrics?.queriesFinished.inc({ outcome: decision.countAs });
-      if (info) {
-        logger.info(
-          {
-            query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
-            // The id ingest answered with for this query (its `job_id`).
-            job_id: queryJobId(data.patientServiceId, data.ccsrCategory, data.seq),
-            query_id: data.queryId,
-            remote_job_id: data.remoteJobId,
-            record_version: data.recordVersion,
-            outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
-            error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
-            exec_ms: p.at - (data.submittedAt ?? p.at),
-          },
-          decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',
-        );
-      }
+      logQueryEnd(logger, data, decision, p.at - (data.submittedAt ?? p.at));
       this.#o.onOutcome?.({ data, decision, eventId });
     }
   }

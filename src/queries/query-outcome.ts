@@ -1,5 +1,7 @@
 import type { ResultEvent, QueryOutcome } from '../delivery/result-event.ts';
-import type { QueryJobData } from './query-job.ts';
+import type { Logger } from 'pino';
+import { queryJobId, type QueryJobData } from './query-job.ts';
+import type { EndDecision, ForgetDecision } from './query-lifecycle.ts';
 
 /** Why a query ended without a concordance. */
 export interface QueryFailure {
@@ -40,4 +42,28 @@ export function resultEvent(data: QueryJobData, details: OutcomeDetails): Result
     concordance: details.concordance ?? null,
     error: details.failure ?? null,
   };
+}
+
+/** The one info line of a query that ended (or was superseded), when the level lets it through. */
+export function logQueryEnd(
+  logger: Logger,
+  data: QueryJobData,
+  decision: EndDecision | ForgetDecision,
+  execMs: number,
+): void {
+  if (!logger.isLevelEnabled('info')) return;
+  logger.info(
+    {
+      query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
+      // The id ingest answered with for this query (its `job_id`).
+      job_id: queryJobId(data.patientServiceId, data.ccsrCategory, data.seq),
+      query_id: data.queryId,
+      remote_job_id: data.remoteJobId,
+      record_version: data.recordVersion,
+      outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
+      error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
+      exec_ms: execMs,
+    },
+    decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',
+  );
 }

@@ -16,7 +16,7 @@ import {
   type SubmitFailure,
 } from './query-lifecycle.ts';
 import { queryJobId, type QueryJobData } from './query-job.ts';
-import { resultEvent } from './query-outcome.ts';
+import { logQueryEnd, resultEvent } from './query-outcome.ts';
 
 /** What the adapter could make of a claimed query's record. */
 export type Prepared =
@@ -330,24 +330,10 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
     );
     if (events.length > 0) await ports.deliver(events);
     await this.#o.due.apply(writes);
-    const info = logger.isLevelEnabled('info');
     for (const { query, data, decision } of ended) {
       const eventId = decision.kind === 'end' ? data.queryId : null;
       this.#o.metrics?.queriesFinished.inc({ outcome: decision.countAs });
-      if (info) {
-        logger.info(
-          {
-            query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
-            job_id: queryJobId(data.patientServiceId, data.ccsrCategory, data.seq),
-            query_id: data.queryId,
-            record_version: data.recordVersion,
-            outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
-            error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
-            exec_ms: now - query.dueAt,
-          },
-          decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',
-        );
-      }
+      logQueryEnd(logger, data, decision, now - query.dueAt);
       this.#o.onOutcome?.({ data, decision, eventId });
     }
   }
