@@ -12,9 +12,11 @@ import {
   cliProcess,
   clearRedis,
   freePort,
+  processCpuMs,
   processMemory,
   waitForHttp,
 } from '../support/processes.ts';
+import { rawAddLoop, selfCpuMs, type RawAddResult } from '../support/raw-bullmq.ts';
 import { MiB, round, summarize, type Summary } from '../support/stats.ts';
 
 export interface IngestSettings {
@@ -52,6 +54,27 @@ export interface IngestResult {
     completed: number;
     statuses: Record<string, number>;
     latency_ms: Summary;
+    /**
+     * CPU (user + system, ms) per accepted update of the ingest child, of redis-server (null with a
+     * shared Redis) and of the bench process (the HTTP load generator).
+     */
+    cpu_ms_per_update: {
+      ingest: number | null;
+      redis: number | null;
+      load_generator: number | null;
+    };
+  };
+  /**
+   * The closed loop (`clients` HTTP updates in flight, each durable before its 202) against bare
+   * BullMQ `queue.add` with as many calls in flight, same Redis, same run.
+   */
+  vs_raw_add: {
+    clients: number;
+    ingest_per_s: number | null;
+    ingest_p99_ms: number | null;
+    raw_add: RawAddResult;
+    /** `ingest_per_s` ÷ `raw_add.jobs_per_s`. */
+    ratio: number | null;
   };
   ingest_rss_mib: number | null;
 }
@@ -96,11 +119,12 @@ export async function ingestScenario(
 
     const records = patients.map((_, i) => JSON.stringify(benchRecord(i)));
     let seq = 0;
-    const body = () => {
-      const i = seq++;
+    const bodyOf = (i: number) => {
       const p = i % patients.length;
       return `{"patient_id":"${patients[p]}","event_id":"bench-ev-${i}","changes":["Condition"],"assembled_patient":${records[p]}}`;
     };
+    const updateOf = (i: number) => JSON.parse(bodyOf(i)) as object;
+    const body = () => bodyOf(seq++);
     const post = () => client.send('POST', '/v1/record-updates', body());
 
     // Closed loop, clients each sending back to back until the deadline.
@@ -160,9 +184,32 @@ export async function ingestScenario(
     ctx.say(
       `ingest: closed loop, ${settings.closedLoopClients} clients for ${settings.closedLoopSeconds} s`,
     );
+    const self = process.cpuUsage();
+    const cpuBefore = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
     const closed = await closedLoop(settings.closedLoopClients, settings.closedLoopSeconds);
+    const cpuAfter = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
+    const loadGeneratorMs = selfCpuMs(self);
     const rss = processMemory(proc.pid);
     const accepted = closed.statuses['202'] ?? 0;
+    const perUpdate = (i: number) => {
+      const [before, after] = [cpuBefore[i], cpuAfter[i]];
+      if (before === undefined || after === undefined || accepted === 0) return null;
+      return round((after - before) / accepted, 4);
+    };
+    const acceptedPerS = round(accepted / closed.elapsed, 0);
+    const closedLatency = summarize(closed.latencies);
+
+    ctx.say(
+      `ingest: raw BullMQ queue.add, ${settings.closedLoopClients} in flight for ${settings.closedLoopSeconds} s`,
+    );
+    const rawAdd = await rawAddLoop(ctx, {
+      prefix: benchPrefix(ctx, 'raw-add'),
+      concurrency: settings.closedLoopClients,
+      seconds: settings.closedLoopSeconds,
+      jobsPerCall: 1,
+      warmupSeconds: settings.warmupSeconds,
+      data: (i) => updateOf(i),
+    });
 
     return {
       settings: {
@@ -186,10 +233,25 @@ export async function ingestScenario(
       },
       closed_loop: {
         clients: settings.closedLoopClients,
-        accepted_per_s: round(accepted / closed.elapsed, 0),
+        accepted_per_s: acceptedPerS,
         completed: closed.latencies.length,
         statuses: closed.statuses,
-        latency_ms: summarize(closed.latencies),
+        latency_ms: closedLatency,
+        cpu_ms_per_update: {
+          ingest: perUpdate(0),
+          redis: perUpdate(1),
+          load_generator: accepted === 0 ? null : round(loadGeneratorMs / accepted, 4),
+        },
+      },
+      vs_raw_add: {
+        clients: settings.closedLoopClients,
+        ingest_per_s: acceptedPerS,
+        ingest_p99_ms: closedLatency.p99,
+        raw_add: rawAdd,
+        ratio:
+          acceptedPerS === null || rawAdd.jobs_per_s === null || rawAdd.jobs_per_s === 0
+            ? null
+            : round(acceptedPerS / rawAdd.jobs_per_s, 3),
       },
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };

@@ -60,7 +60,9 @@ function summary(error: unknown): Record<string, unknown> {
 /** The app's error handler: answers in the interface's `{detail}` format and logs server errors. */
 export function createErrorHandler(options: ErrorHandlerOptions) {
   return function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
-    const http = toIngestHttpError(error, options);
+    // A route may take larger bodies than the app (the batch route): its own limit is the one.
+    const bodyLimitBytes = request.routeOptions.bodyLimit ?? options.bodyLimitBytes;
+    const http = toIngestHttpError(error, { ...options, bodyLimitBytes });
     if (http instanceof RedisUnavailableError) {
       request.log.warn({ err: summary(http.cause) }, 'redis unavailable');
     } else if (http.statusCode >= 500) {

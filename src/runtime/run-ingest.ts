@@ -1,6 +1,7 @@
 import type { Config } from '../config/config-schema.ts';
 import { buildIngestApp } from '../ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
+import { PatientLocator } from '../ingest/patient-locator.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PresetStore } from '../presets/preset-store.ts';
@@ -83,11 +84,23 @@ export async function runIngest(
     metrics: { registry: context.metrics },
     terminology: ProblemTerminology.fromConfig({ config, redis, registry: context.metrics }),
   };
-  const updates = ClinicalUpdates.fromDeps(deps);
+  // One crosswalk cache for every feed of the process.
+  const locator = PatientLocator.fromConfig({
+    config,
+    crosswalk: context.crosswalk,
+    registry: context.metrics,
+  });
+  const updates = ClinicalUpdates.fromDeps({ ...deps, locator });
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
   const patientAdmin = patientAdminFor({ config, redis, keys, logger, queues });
   const admin = patientAdmin.admin;
-  const app = await buildIngestApp({ ...deps, updates, admin, isReady: () => serving });
+  const app = await buildIngestApp({
+    ...deps,
+    locator,
+    updates,
+    admin,
+    isReady: () => serving,
+  });
   let health: HealthServer | undefined;
   if (options.healthServer !== false) {
     health = await startHealthServer({

@@ -1,0 +1,116 @@
+import { performance } from 'node:perf_hooks';
+import { Queue } from 'bullmq';
+import { workerConnection } from '../../src/queues/redis-connections.ts';
+import type { BenchContext } from './fixtures.ts';
+import { clearRedis, processCpuMs } from './processes.ts';
+import { round, summarize, type Summary } from './stats.ts';
+
+/** The baseline of an ingest figure: bare BullMQ adds from the bench process, same Redis. */
+export interface RawAddResult {
+  /** `add` (one job per call) or `addBulk` (`jobs_per_call` per call). */
+  call: 'add' | 'addBulk';
+  jobs_per_call: number;
+  /** Calls in flight at once (each caller awaits its call before the next). */
+  concurrency: number;
+  seconds: number;
+  jobs: number;
+  jobs_per_s: number | null;
+  /** Per call, from its start to its answer. */
+  call_latency_ms: Summary;
+  /** CPU (user + system, ms) per job of the bench process (the caller) and of redis-server. */
+  cpu_ms_per_job: { caller: number | null; redis: number | null };
+  setup: string;
+}
+
+export interface RawAddOptions {
+  /** Key prefix of the baseline's queue (deleted at the end). */
+  prefix: string;
+  concurrency: number;
+  seconds: number;
+  /** Jobs per call: 1 is `queue.add`, more is `queue.addBulk`. */
+  jobsPerCall: number;
+  /** The job data of the `i`-th job (the ingest payload, so that both move the same bytes). */
+  data: (i: number) => object;
+  /** A short run first, not measured (JIT, connection set-up). */
+  warmupSeconds: number;
+}
+
+/** Bench-process CPU (user + system) in ms since `start` (`process.cpuUsage`). */
+export function selfCpuMs(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1_000;
+}
+
+/**
+ * Bare BullMQ producers in the bench process: `concurrency` callers each awaiting `queue.add` (or
+ * `queue.addBulk` of `jobsPerCall` jobs) back to back for `seconds`, on their own connection to
+ * the same Redis as the scenario it is the baseline of. Jobs are left waiting (no worker), as an
+ * ingest update leaves its query for the workers.
+ */
+export async function rawAddLoop(ctx: BenchContext, options: RawAddOptions): Promise<RawAddResult> {
+  const connection = workerConnection(ctx.redis.url, 'cw-bench-raw-add');
+  const queue = new Queue('bench-raw-add', { connection, prefix: options.prefix });
+  const call = options.jobsPerCall === 1 ? 'add' : 'addBulk';
+  let seq = 0;
+  const once = async () => {
+    if (options.jobsPerCall === 1) {
+      await queue.add('update', options.data(seq++));
+      return;
+    }
+    await queue.addBulk(
+      Array.from({ length: options.jobsPerCall }, () => ({
+        name: 'update',
+        data: options.data(seq++),
+      })),
+    );
+  };
+  const run = async (seconds: number) => {
+    const latencies: number[] = [];
+    const start = performance.now();
+    const deadline = start + seconds * 1_000;
+    await Promise.all(
+      Array.from({ length: options.concurrency }, async () => {
+        while (performance.now() < deadline) {
+          const sent = performance.now();
+          await once();
+          latencies.push(performance.now() - sent);
+        }
+      }),
+    );
+    return { latencies, elapsed: (performance.now() - start) / 1_000 };
+  };
+  try {
+    await queue.waitUntilReady();
+    await run(options.warmupSeconds);
+    const self = process.cpuUsage();
+    const redisBefore = processCpuMs(ctx.redis.pid);
+    const measured = await run(options.seconds);
+    const callerMs = selfCpuMs(self);
+    const redisAfter = processCpuMs(ctx.redis.pid);
+    const jobs = measured.latencies.length * options.jobsPerCall;
+    return {
+      call,
+      jobs_per_call: options.jobsPerCall,
+      concurrency: options.concurrency,
+      seconds: options.seconds,
+      jobs,
+      jobs_per_s: round(jobs / measured.elapsed, 0),
+      call_latency_ms: summarize(measured.latencies),
+      cpu_ms_per_job: {
+        caller: jobs === 0 ? null : round(callerMs / jobs, 4),
+        redis:
+          jobs === 0 || redisBefore === undefined || redisAfter === undefined
+            ? null
+            : round((redisAfter - redisBefore) / jobs, 4),
+      },
+      setup:
+        `BullMQ ${call} from the bench process on its own connection, ${options.concurrency} ` +
+        `call(s) in flight, ${options.jobsPerCall} job(s) per call, each job's data the ingest ` +
+        'payload (as parsed JSON); jobs stay waiting (no worker); same Redis',
+    };
+  } finally {
+    await queue.close();
+    connection.disconnect();
+    await clearRedis(ctx.redis, options.prefix);
+  }
+}
