@@ -161,6 +161,12 @@ function tableRows(results: Results): TableRow[] {
       },
       {
         scenario: 'ingest',
+        figure: 'bare node:http server',
+        value: fmt(ingest.vs_raw_add.http_floor.requests_per_s, 0, '/s'),
+        setup: `the HTTP floor: same client and load, no work; ÷ raw add ${fmt(ingest.vs_raw_add.http_floor_ratio, 3)}`,
+      },
+      {
+        scenario: 'ingest',
         figure: 'ratio ingest / raw add',
         value: fmt(ingest.vs_raw_add.ratio, 3),
         setup: `both with ${ingest.vs_raw_add.clients} in flight; ingest p99 ${fmt(ingest.vs_raw_add.ingest_p99_ms, 1, 'ms')}`,

@@ -6,7 +6,7 @@ import {
   forEachLimit,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { KeepAliveClient } from '../support/http-client.ts';
+import { PoolClient } from '../support/http-client.ts';
 import {
   cliProcess,
   clearRedis,
@@ -88,7 +88,7 @@ export async function ingestBatchScenario(
     LOG_LEVEL: ctx.logLevel,
   });
   const removeProc = ctx.cleanup.add('ingest (batch)', () => proc.stop());
-  const client = new KeepAliveClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
+  const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/readyz`, proc);
     ctx.say(`ingest_batch: registering ${settings.patients} presets`);
@@ -173,7 +173,7 @@ export async function ingestBatchScenario(
         setup:
           'one `concordance-worker ingest` child process (LOG_LEVEL ' +
           ctx.logLevel +
-          '); load from the bench process over node:http keep-alive (same 2-core machine); ' +
+          '); load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
           `JSON arrays of ${settings.batchSize} updates, ${settings.concurrency} requests in flight; ` +
           `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, ` +
           'a new event_id and changes [Condition]; no worker running',
@@ -198,7 +198,7 @@ export async function ingestBatchScenario(
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };
   } finally {
-    client.close();
+    await client.close();
     await proc.stop();
     removeProc();
     await clearRedis(ctx.redis, prefix);

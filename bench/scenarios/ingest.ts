@@ -7,7 +7,7 @@ import {
   forEachLimit,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { KeepAliveClient } from '../support/http-client.ts';
+import { PoolClient } from '../support/http-client.ts';
 import {
   cliProcess,
   clearRedis,
@@ -16,6 +16,7 @@ import {
   processMemory,
   waitForHttp,
 } from '../support/processes.ts';
+import { httpFloor, type HttpFloorResult } from '../support/http-floor.ts';
 import { rawAddLoop, selfCpuMs, type RawAddResult } from '../support/raw-bullmq.ts';
 import { MiB, round, summarize, type Summary } from '../support/stats.ts';
 
@@ -75,11 +76,20 @@ export interface IngestResult {
     raw_add: RawAddResult;
     /** `ingest_per_s` ÷ `raw_add.jobs_per_s`. */
     ratio: number | null;
+    /**
+     * A bare node:http server (reads the body, answers 202, nothing else) with the same client and
+     * load: the most any HTTP ingest can reach here. `http_floor_ratio` is its rate ÷ raw `add`.
+     */
+    http_floor: HttpFloorResult;
+    http_floor_ratio: number | null;
   };
   ingest_rss_mib: number | null;
 }
 
 const TOKEN = 'bench-ingest-token-0123456789abcdef';
+
+const ratioOf = (a: number | null, b: number | null): number | null =>
+  a === null || b === null || b === 0 ? null : round(a / b, 3);
 
 function countStatus(statuses: Record<string, number>, status: number | string): void {
   statuses[status] = (statuses[status] ?? 0) + 1;
@@ -107,7 +117,7 @@ export async function ingestScenario(
     LOG_LEVEL: ctx.logLevel,
   });
   const removeProc = ctx.cleanup.add('ingest', () => proc.stop());
-  const client = new KeepAliveClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
+  const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
     ctx.say(`ingest: registering ${settings.patients} presets`);
@@ -202,6 +212,13 @@ export async function ingestScenario(
     ctx.say(
       `ingest: raw BullMQ queue.add, ${settings.closedLoopClients} in flight for ${settings.closedLoopSeconds} s`,
     );
+    ctx.say(`ingest: bare node:http server, ${settings.closedLoopClients} in flight`);
+    const floor = await httpFloor(ctx, {
+      clients: settings.closedLoopClients,
+      seconds: settings.closedLoopSeconds,
+      warmupSeconds: settings.warmupSeconds,
+      body: bodyOf,
+    });
     const rawAdd = await rawAddLoop(ctx, {
       prefix: benchPrefix(ctx, 'raw-add'),
       concurrency: settings.closedLoopClients,
@@ -217,7 +234,7 @@ export async function ingestScenario(
         setup:
           'one `concordance-worker ingest` child process (LOG_LEVEL ' +
           ctx.logLevel +
-          '); load from the bench process over node:http keep-alive (same 2-core machine); ' +
+          '); load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
           `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, a new event_id ` +
           'and changes [Condition]: it stores the record, checks idempotency and schedules/joins the patient query; no worker running',
         latency_measured_from:
@@ -248,15 +265,14 @@ export async function ingestScenario(
         ingest_per_s: acceptedPerS,
         ingest_p99_ms: closedLatency.p99,
         raw_add: rawAdd,
-        ratio:
-          acceptedPerS === null || rawAdd.jobs_per_s === null || rawAdd.jobs_per_s === 0
-            ? null
-            : round(acceptedPerS / rawAdd.jobs_per_s, 3),
+        ratio: ratioOf(acceptedPerS, rawAdd.jobs_per_s),
+        http_floor: floor,
+        http_floor_ratio: ratioOf(floor.requests_per_s, rawAdd.jobs_per_s),
       },
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };
   } finally {
-    client.close();
+    await client.close();
     await proc.stop();
     removeProc();
     await clearRedis(ctx.redis, prefix);

@@ -105,6 +105,11 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     // Fastify's request lines carry the URL (patient ids in presets paths) and, for some errors,
     // the request: all of them are off, and installRequestLog writes ours with the route pattern.
     logController: new LogController({ disableRequestLogging: true }),
+    // A child logger per request serializes its bindings through the redaction paths (about 4 %
+    // of a JSON update's CPU, measured with the ingest bench): made only when info lines, which
+    // every request writes (installRequestLog), are on; else the error handler names the request.
+    childLoggerFactory: (logger, bindings, options) =>
+      (logger as Logger).isLevelEnabled('info') ? logger.child(bindings, options) : logger,
     clientErrorHandler: handleClientError,
     bodyLimit: bodyLimitBytes,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },

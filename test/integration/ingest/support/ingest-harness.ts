@@ -35,6 +35,8 @@ export interface HarnessOptions {
   defaultRegistry?: boolean;
   /** Where the app's and the queue's request connections point. @defaultValue the test Redis */
   redisUrl?: string;
+  /** The app logger's level. @defaultValue 'trace' */
+  logLevel?: 'trace' | 'info' | 'warn';
   /** `ADMIN_TOKENS`. @defaultValue none */
   adminTokens?: string[];
 }
@@ -129,7 +131,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logLines: string[] = [];
   const logger = createLogger({
     name: 'ingest',
-    level: 'trace',
+    level: options.logLevel ?? 'trace',
     destination: lineCollector(logLines),
   });
 
