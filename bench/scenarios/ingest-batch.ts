@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import {
   benchPrefix,
   benchRecord,
@@ -11,11 +10,11 @@ import {
   cliProcess,
   clearRedis,
   freePort,
-  processCpuMs,
   processMemory,
   waitForHttp,
 } from '../support/processes.ts';
-import { rawAddLoop, selfCpuMs, type RawAddResult } from '../support/raw-bullmq.ts';
+import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
+import { interleave, rawAddLoop, type RawAddResult } from '../support/raw-bullmq.ts';
 import { MiB, round, summarize, type Summary } from '../support/stats.ts';
 
 export interface IngestBatchSettings {
@@ -110,63 +109,38 @@ export async function ingestBatchScenario(
       return `[${items.join(',')}]`;
     };
 
-    const run = async (seconds: number) => {
-      const latencies: number[] = [];
-      const statuses: Record<string, number> = {};
-      let accepted = 0;
-      const start = performance.now();
-      const deadline = start + seconds * 1_000;
-      await Promise.all(
-        Array.from({ length: settings.concurrency }, async () => {
-          while (performance.now() < deadline) {
-            const body = batchBody();
-            const sent = performance.now();
-            const status = await client
-              .send('POST', '/v1/record-updates/batch', body)
-              .catch(() => 'error' as const);
-            latencies.push(performance.now() - sent);
-            statuses[status] = (statuses[status] ?? 0) + 1;
-            if (status === 202) accepted += settings.batchSize;
-          }
-        }),
-      );
-      return { latencies, statuses, accepted, elapsed: (performance.now() - start) / 1_000 };
-    };
-
-    ctx.say(`ingest_batch: warm-up ${settings.warmupSeconds} s`);
-    const warm = await run(settings.warmupSeconds);
-    if (Object.keys(warm.statuses).some((status) => status !== '202')) {
-      throw new Error(
-        `ingest_batch: the bench batch was not accepted: ${JSON.stringify(warm.statuses)}`,
-      );
-    }
-    ctx.say(
-      `ingest_batch: ${settings.concurrency} batches of ${settings.batchSize} in flight for ${settings.seconds} s`,
-    );
-    const self = process.cpuUsage();
-    const cpuBefore = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
-    const measured = await run(settings.seconds);
-    const cpuAfter = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
-    const loadGeneratorMs = selfCpuMs(self);
-    const rss = processMemory(proc.pid);
-    const perUpdate = (i: number) => {
-      const [before, after] = [cpuBefore[i], cpuAfter[i]];
-      if (before === undefined || after === undefined || measured.accepted === 0) return null;
-      return round((after - before) / measured.accepted, 4);
-    };
-    const updatesPerS = round(measured.accepted / measured.elapsed, 0);
-
-    ctx.say(
-      `ingest_batch: raw BullMQ addBulk of ${settings.batchSize}, ${settings.concurrency} in flight for ${settings.seconds} s`,
-    );
+    const post = () => client.send('POST', '/v1/record-updates/batch', batchBody());
+    const batches = closedLoopOf(post, {
+      clients: settings.concurrency,
+      pids: [proc.pid, ctx.redis.pid],
+      itemsPerRequest: settings.batchSize,
+    });
     const raw = await rawAddLoop(ctx, {
       prefix: benchPrefix(ctx, 'raw-addbulk'),
       concurrency: settings.concurrency,
-      seconds: settings.seconds,
       jobsPerCall: settings.batchSize,
-      warmupSeconds: settings.warmupSeconds,
       data: (i) => JSON.parse(itemOf(i)) as object,
     });
+    let measured: ClosedLoopTotals;
+    let rawAddBulk: RawAddResult;
+    try {
+      ctx.say(`ingest_batch: warm-up ${settings.warmupSeconds} s (batches, then raw addBulk)`);
+      await batches.run(settings.warmupSeconds, true);
+      await raw.run(settings.warmupSeconds, true);
+      const rounds = Math.min(5, settings.seconds);
+      ctx.say(
+        `ingest_batch: ${settings.concurrency} batches of ${settings.batchSize} in flight, and raw ` +
+          `BullMQ addBulk alike: ${settings.seconds} s each, in ${rounds} interleaved slices`,
+      );
+      await interleave([batches, raw], settings.seconds, rounds);
+      measured = batches.result();
+      rawAddBulk = raw.result();
+    } finally {
+      await raw.close();
+    }
+    const rss = processMemory(proc.pid);
+    const updatesPerS =
+      measured.elapsed === 0 ? null : round(measured.accepted / measured.elapsed, 0);
     return {
       settings: {
         ...settings,
@@ -184,17 +158,16 @@ export async function ingestBatchScenario(
         statuses: measured.statuses,
         request_latency_ms: summarize(measured.latencies),
         cpu_ms_per_update: {
-          ingest: perUpdate(0),
-          redis: perUpdate(1),
-          load_generator:
-            measured.accepted === 0 ? null : round(loadGeneratorMs / measured.accepted, 4),
+          ingest: perItem(measured.cpuMs[0], measured.accepted),
+          redis: perItem(measured.cpuMs[1], measured.accepted),
+          load_generator: perItem(measured.selfMs, measured.accepted),
         },
       },
-      raw_addbulk: raw,
+      raw_addbulk: rawAddBulk,
       ratio_to_raw_addbulk:
-        updatesPerS === null || raw.jobs_per_s === null || raw.jobs_per_s === 0
+        updatesPerS === null || rawAddBulk.jobs_per_s === null || rawAddBulk.jobs_per_s === 0
           ? null
-          : round(updatesPerS / raw.jobs_per_s, 3),
+          : round(updatesPerS / rawAddBulk.jobs_per_s, 3),
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };
   } finally {

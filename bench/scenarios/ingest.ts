@@ -12,12 +12,12 @@ import {
   cliProcess,
   clearRedis,
   freePort,
-  processCpuMs,
   processMemory,
   waitForHttp,
 } from '../support/processes.ts';
-import { httpFloor, type HttpFloorResult } from '../support/http-floor.ts';
-import { rawAddLoop, selfCpuMs, type RawAddResult } from '../support/raw-bullmq.ts';
+import { httpFloorLoop, type HttpFloorResult } from '../support/http-floor.ts';
+import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
+import { interleave, rawAddLoop, type RawAddResult } from '../support/raw-bullmq.ts';
 import { MiB, round, summarize, type Summary } from '../support/stats.ts';
 
 export interface IngestSettings {
@@ -137,26 +137,8 @@ export async function ingestScenario(
     const body = () => bodyOf(seq++);
     const post = () => client.send('POST', '/v1/record-updates', body());
 
-    // Closed loop, clients each sending back to back until the deadline.
-    const closedLoop = async (clients: number, seconds: number) => {
-      const latencies: number[] = [];
-      const statuses: Record<string, number> = {};
-      const start = performance.now();
-      const deadline = start + seconds * 1_000;
-      await Promise.all(
-        Array.from({ length: clients }, async () => {
-          while (performance.now() < deadline) {
-            const sent = performance.now();
-            countStatus(statuses, await post().catch(() => 'error'));
-            latencies.push(performance.now() - sent);
-          }
-        }),
-      );
-      return { latencies, statuses, elapsed: (performance.now() - start) / 1_000 };
-    };
-
     ctx.say(`ingest: warm-up ${settings.warmupSeconds} s`);
-    await closedLoop(8, settings.warmupSeconds);
+    await closedLoopOf(post, { clients: 8, pids: [] }).run(settings.warmupSeconds, true);
 
     ctx.say(`ingest: open loop ${settings.openLoopRate}/s for ${settings.openLoopSeconds} s`);
     const total = settings.openLoopRate * settings.openLoopSeconds;
@@ -191,42 +173,42 @@ export async function ingestScenario(
     const openElapsed = (lastDone - start) / 1_000;
 
     await sleep(500);
-    ctx.say(
-      `ingest: closed loop, ${settings.closedLoopClients} clients for ${settings.closedLoopSeconds} s`,
-    );
-    const self = process.cpuUsage();
-    const cpuBefore = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
-    const closed = await closedLoop(settings.closedLoopClients, settings.closedLoopSeconds);
-    const cpuAfter = [processCpuMs(proc.pid), processCpuMs(ctx.redis.pid)];
-    const loadGeneratorMs = selfCpuMs(self);
-    const rss = processMemory(proc.pid);
-    const accepted = closed.statuses['202'] ?? 0;
-    const perUpdate = (i: number) => {
-      const [before, after] = [cpuBefore[i], cpuAfter[i]];
-      if (before === undefined || after === undefined || accepted === 0) return null;
-      return round((after - before) / accepted, 4);
-    };
-    const acceptedPerS = round(accepted / closed.elapsed, 0);
-    const closedLatency = summarize(closed.latencies);
-
-    ctx.say(
-      `ingest: raw BullMQ queue.add, ${settings.closedLoopClients} in flight for ${settings.closedLoopSeconds} s`,
-    );
-    ctx.say(`ingest: bare node:http server, ${settings.closedLoopClients} in flight`);
-    const floor = await httpFloor(ctx, {
+    // The closed loop, the bare HTTP server and raw BullMQ adds, each warmed up, then measured in
+    // interleaved slices so that all three see the same machine.
+    const ingestLoop = closedLoopOf(post, {
       clients: settings.closedLoopClients,
-      seconds: settings.closedLoopSeconds,
-      warmupSeconds: settings.warmupSeconds,
-      body: bodyOf,
+      pids: [proc.pid, ctx.redis.pid],
     });
-    const rawAdd = await rawAddLoop(ctx, {
+    const floor = await httpFloorLoop(ctx, { clients: settings.closedLoopClients, body: bodyOf });
+    const raw = await rawAddLoop(ctx, {
       prefix: benchPrefix(ctx, 'raw-add'),
       concurrency: settings.closedLoopClients,
-      seconds: settings.closedLoopSeconds,
       jobsPerCall: 1,
-      warmupSeconds: settings.warmupSeconds,
       data: (i) => updateOf(i),
     });
+    let closed: ClosedLoopTotals;
+    let floorResult: HttpFloorResult;
+    let rawAdd: RawAddResult;
+    try {
+      await floor.run(settings.warmupSeconds, true);
+      await raw.run(settings.warmupSeconds, true);
+      const rounds = Math.min(5, settings.closedLoopSeconds);
+      ctx.say(
+        `ingest: closed loop of ${settings.closedLoopClients} clients, bare node:http server, raw ` +
+          `BullMQ queue.add: ${settings.closedLoopSeconds} s each, in ${rounds} interleaved slices`,
+      );
+      await interleave([ingestLoop, floor, raw], settings.closedLoopSeconds, rounds);
+      closed = ingestLoop.result();
+      floorResult = floor.result();
+      rawAdd = raw.result();
+    } finally {
+      await floor.close();
+      await raw.close();
+    }
+    const rss = processMemory(proc.pid);
+    const accepted = closed.accepted;
+    const acceptedPerS = closed.elapsed === 0 ? null : round(accepted / closed.elapsed, 0);
+    const closedLatency = summarize(closed.latencies);
 
     return {
       settings: {
@@ -255,9 +237,9 @@ export async function ingestScenario(
         statuses: closed.statuses,
         latency_ms: closedLatency,
         cpu_ms_per_update: {
-          ingest: perUpdate(0),
-          redis: perUpdate(1),
-          load_generator: accepted === 0 ? null : round(loadGeneratorMs / accepted, 4),
+          ingest: perItem(closed.cpuMs[0], accepted),
+          redis: perItem(closed.cpuMs[1], accepted),
+          load_generator: perItem(closed.selfMs, accepted),
         },
       },
       vs_raw_add: {
@@ -266,8 +248,8 @@ export async function ingestScenario(
         ingest_p99_ms: closedLatency.p99,
         raw_add: rawAdd,
         ratio: ratioOf(acceptedPerS, rawAdd.jobs_per_s),
-        http_floor: floor,
-        http_floor_ratio: ratioOf(floor.requests_per_s, rawAdd.jobs_per_s),
+        http_floor: floorResult,
+        http_floor_ratio: ratioOf(floorResult.requests_per_s, rawAdd.jobs_per_s),
       },
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };

@@ -12,6 +12,7 @@ export interface RawAddResult {
   jobs_per_call: number;
   /** Calls in flight at once (each caller awaits its call before the next). */
   concurrency: number;
+  /** Measured time, summed over the slices (see {@link interleave}). */
   seconds: number;
   jobs: number;
   jobs_per_s: number | null;
@@ -26,13 +27,10 @@ export interface RawAddOptions {
   /** Key prefix of the baseline's queue (deleted at the end). */
   prefix: string;
   concurrency: number;
-  seconds: number;
   /** Jobs per call: 1 is `queue.add`, more is `queue.addBulk`. */
   jobsPerCall: number;
   /** The job data of the `i`-th job (the ingest payload, so that both move the same bytes). */
   data: (i: number) => object;
-  /** A short run first, not measured (JIT, connection set-up). */
-  warmupSeconds: number;
 }
 
 /** Bench-process CPU (user + system) in ms since `start` (`process.cpuUsage`). */
@@ -41,15 +39,42 @@ export function selfCpuMs(start: NodeJS.CpuUsage): number {
   return (used.user + used.system) / 1_000;
 }
 
+/** A closed loop measured in slices: each `run` adds its time, counts and CPU to the totals. */
+export interface SlicedLoop<R> {
+  /** Runs `seconds` more (unmeasured when `warmup`). */
+  run(seconds: number, warmup?: boolean): Promise<void>;
+  result(): R;
+  close(): Promise<void>;
+}
+
+/**
+ * Runs the loops side by side in time: `rounds` rounds, each giving every loop `seconds / rounds`
+ * in turn, so that all of them see the same machine (other work on a shared machine comes and
+ * goes within seconds; a baseline measured a minute apart would not share it).
+ */
+export async function interleave(
+  loops: readonly SlicedLoop<unknown>[],
+  seconds: number,
+  rounds: number,
+): Promise<void> {
+  for (let r = 0; r < rounds; r++) {
+    for (const loop of loops) await loop.run(seconds / rounds);
+  }
+}
+
 /**
  * Bare BullMQ producers in the bench process: `concurrency` callers each awaiting `queue.add` (or
- * `queue.addBulk` of `jobsPerCall` jobs) back to back for `seconds`, on their own connection to
- * the same Redis as the scenario it is the baseline of. Jobs are left waiting (no worker), as an
- * ingest update leaves its query for the workers.
+ * `queue.addBulk` of `jobsPerCall` jobs) back to back, on their own connection to the same Redis
+ * as the scenario it is the baseline of. Jobs are left waiting (no worker), as an ingest update
+ * leaves its query for the workers. Deletes its keys on `close`.
  */
-export async function rawAddLoop(ctx: BenchContext, options: RawAddOptions): Promise<RawAddResult> {
+export async function rawAddLoop(
+  ctx: BenchContext,
+  options: RawAddOptions,
+): Promise<SlicedLoop<RawAddResult>> {
   const connection = workerConnection(ctx.redis.url, 'cw-bench-raw-add');
   const queue = new Queue('bench-raw-add', { connection, prefix: options.prefix });
+  await queue.waitUntilReady();
   const call = options.jobsPerCall === 1 ? 'add' : 'addBulk';
   let seq = 0;
   const once = async () => {
@@ -64,53 +89,59 @@ export async function rawAddLoop(ctx: BenchContext, options: RawAddOptions): Pro
       })),
     );
   };
-  const run = async (seconds: number) => {
-    const latencies: number[] = [];
-    const start = performance.now();
-    const deadline = start + seconds * 1_000;
-    await Promise.all(
-      Array.from({ length: options.concurrency }, async () => {
-        while (performance.now() < deadline) {
-          const sent = performance.now();
-          await once();
-          latencies.push(performance.now() - sent);
-        }
-      }),
-    );
-    return { latencies, elapsed: (performance.now() - start) / 1_000 };
+  const latencies: number[] = [];
+  let elapsed = 0;
+  let callerMs = 0;
+  let redisMs: number | null = 0;
+  return {
+    async run(seconds, warmup = false) {
+      const self = process.cpuUsage();
+      const redisBefore = processCpuMs(ctx.redis.pid);
+      const start = performance.now();
+      const deadline = start + seconds * 1_000;
+      await Promise.all(
+        Array.from({ length: options.concurrency }, async () => {
+          while (performance.now() < deadline) {
+            const sent = performance.now();
+            await once();
+            if (!warmup) latencies.push(performance.now() - sent);
+          }
+        }),
+      );
+      if (warmup) return;
+      elapsed += (performance.now() - start) / 1_000;
+      callerMs += selfCpuMs(self);
+      const redisAfter = processCpuMs(ctx.redis.pid);
+      redisMs =
+        redisMs === null || redisBefore === undefined || redisAfter === undefined
+          ? null
+          : redisMs + (redisAfter - redisBefore);
+    },
+    result() {
+      const jobs = latencies.length * options.jobsPerCall;
+      return {
+        call,
+        jobs_per_call: options.jobsPerCall,
+        concurrency: options.concurrency,
+        seconds: round(elapsed, 2) ?? 0,
+        jobs,
+        jobs_per_s: elapsed === 0 ? null : round(jobs / elapsed, 0),
+        call_latency_ms: summarize(latencies),
+        cpu_ms_per_job: {
+          caller: jobs === 0 ? null : round(callerMs / jobs, 4),
+          redis: jobs === 0 || redisMs === null ? null : round(redisMs / jobs, 4),
+        },
+        setup:
+          `BullMQ ${call} from the bench process on its own connection, ${options.concurrency} ` +
+          `call(s) in flight, ${options.jobsPerCall} job(s) per call, each job's data the ingest ` +
+          'payload (as parsed JSON); jobs stay waiting (no worker); same Redis; measured in ' +
+          "slices interleaved with the ingest's",
+      };
+    },
+    async close() {
+      await queue.close();
+      connection.disconnect();
+      await clearRedis(ctx.redis, options.prefix);
+    },
   };
-  try {
-    await queue.waitUntilReady();
-    await run(options.warmupSeconds);
-    const self = process.cpuUsage();
-    const redisBefore = processCpuMs(ctx.redis.pid);
-    const measured = await run(options.seconds);
-    const callerMs = selfCpuMs(self);
-    const redisAfter = processCpuMs(ctx.redis.pid);
-    const jobs = measured.latencies.length * options.jobsPerCall;
-    return {
-      call,
-      jobs_per_call: options.jobsPerCall,
-      concurrency: options.concurrency,
-      seconds: options.seconds,
-      jobs,
-      jobs_per_s: round(jobs / measured.elapsed, 0),
-      call_latency_ms: summarize(measured.latencies),
-      cpu_ms_per_job: {
-        caller: jobs === 0 ? null : round(callerMs / jobs, 4),
-        redis:
-          jobs === 0 || redisBefore === undefined || redisAfter === undefined
-            ? null
-            : round((redisAfter - redisBefore) / jobs, 4),
-      },
-      setup:
-        `BullMQ ${call} from the bench process on its own connection, ${options.concurrency} ` +
-        `call(s) in flight, ${options.jobsPerCall} job(s) per call, each job's data the ingest ` +
-        'payload (as parsed JSON); jobs stay waiting (no worker); same Redis',
-    };
-  } finally {
-    await queue.close();
-    connection.disconnect();
-    await clearRedis(ctx.redis, options.prefix);
-  }
 }
