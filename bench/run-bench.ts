@@ -4,7 +4,7 @@
  * stdout gets exactly one line, the JSON document (also written to bench-output/bench.json), with
  * the headline figures in its `summary`, so `npm run -s bench | jq .summary` works.
  *
- *   node bench/run-bench.ts [--only ingest,pipeline,inflight,polling] [--inflight N] [--quick] ...
+ *   node bench/run-bench.ts [--only ingest,ingest_batch,pipeline,inflight,polling] [--inflight N] [--quick] ...
  */
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -21,6 +21,11 @@ import {
 } from './scenarios/detection.ts';
 import { DEFAULT_INFLIGHT, inflightScenario, type InflightResult } from './scenarios/inflight.ts';
 import { DEFAULT_INGEST, ingestScenario, type IngestResult } from './scenarios/ingest.ts';
+import {
+  DEFAULT_INGEST_BATCH,
+  ingestBatchScenario,
+  type IngestBatchResult,
+} from './scenarios/ingest-batch.ts';
 import { DEFAULT_MLLP, mllpScenario, type MllpResult } from './scenarios/mllp.ts';
 import { DEFAULT_PIPELINE, pipelineScenario, type PipelineResult } from './scenarios/pipeline.ts';
 import {
@@ -35,6 +40,7 @@ import { fmt, renderTable, type TableRow } from './support/table.ts';
 
 const SCENARIOS = [
   'ingest',
+  'ingest_batch',
   'mllp',
   'pipeline',
   'inflight',
@@ -54,6 +60,9 @@ const USAGE = `usage: node bench/run-bench.ts [options]
   --ingest-rate N        open-loop offered load per second (default ${DEFAULT_INGEST.openLoopRate})
   --ingest-seconds S     length of the open and the closed loop (default ${DEFAULT_INGEST.openLoopSeconds})
   --ingest-clients N     closed-loop concurrent clients (default ${DEFAULT_INGEST.closedLoopClients})
+  --batch-size N         updates per batch request and jobs per raw addBulk (default ${DEFAULT_INGEST_BATCH.batchSize})
+  --batch-concurrency N  batch requests and addBulk calls in flight (default ${DEFAULT_INGEST_BATCH.concurrency})
+  --batch-seconds S      length of the batch run and of its addBulk baseline (default ${DEFAULT_INGEST_BATCH.seconds})
   --mllp-connections N   MLLP connections sending back to back (default ${DEFAULT_MLLP.connections})
   --mllp-seconds S       length of the MLLP run (default ${DEFAULT_MLLP.seconds})
   --polling N            queries per poll schedule in the polling-cost scenario (default ${DEFAULT_POLLING_COST.queries})
@@ -97,6 +106,7 @@ function gitCommit(): string | null {
 
 interface Results {
   ingest?: IngestResult;
+  ingest_batch?: IngestBatchResult;
   mllp?: MllpResult;
   pipeline?: PipelineResult;
   in_flight?: InflightResult;
@@ -136,6 +146,66 @@ function tableRows(results: Results): TableRow[] {
         figure: 'latency p50 / p99 at max',
         value: `${fmt(c.latency_ms.p50, 1)} / ${fmt(c.latency_ms.p99, 1)} ms`,
         setup: `closed loop, ${c.clients} clients`,
+      },
+      {
+        scenario: 'ingest',
+        figure: 'CPU per update',
+        value: `${fmt(c.cpu_ms_per_update.ingest, 3)} / ${fmt(c.cpu_ms_per_update.redis, 3)} / ${fmt(c.cpu_ms_per_update.load_generator, 3)} ms`,
+        setup: 'closed loop: ingest child / redis-server / bench (load generator)',
+      },
+      {
+        scenario: 'ingest',
+        figure: 'raw BullMQ add',
+        value: fmt(ingest.vs_raw_add.raw_add.jobs_per_s, 0, '/s'),
+        setup: `${ingest.vs_raw_add.raw_add.concurrency} in flight, same Redis, job data = the update body`,
+      },
+      {
+        scenario: 'ingest',
+        figure: 'bare node:http server',
+        value: fmt(ingest.vs_raw_add.http_floor.requests_per_s, 0, '/s'),
+        setup: `the HTTP floor: same client and load, no work; ÷ raw add ${fmt(ingest.vs_raw_add.http_floor_ratio, 3)}`,
+      },
+      {
+        scenario: 'ingest',
+        figure: 'ratio ingest / raw add',
+        value: fmt(ingest.vs_raw_add.ratio, 3),
+        setup: `both with ${ingest.vs_raw_add.clients} in flight; ingest p99 ${fmt(ingest.vs_raw_add.ingest_p99_ms, 1, 'ms')}`,
+      },
+    );
+  }
+  if (results.ingest_batch) {
+    const b = results.ingest_batch;
+    const size = `${b.settings.batchSize} per call, ${b.settings.concurrency} calls in flight`;
+    rows.push(
+      {
+        scenario: 'ingest_batch',
+        figure: 'batch updates accepted',
+        value: fmt(b.batch.updates_per_s, 0, '/s'),
+        setup: `POST /v1/record-updates/batch, JSON arrays, ${size}, ${b.settings.seconds} s`,
+      },
+      {
+        scenario: 'ingest_batch',
+        figure: 'batch latency p50 / p99',
+        value: `${fmt(b.batch.request_latency_ms.p50, 1)} / ${fmt(b.batch.request_latency_ms.p99, 1)} ms`,
+        setup: 'per batch request, until every update is durable',
+      },
+      {
+        scenario: 'ingest_batch',
+        figure: 'CPU per update',
+        value: `${fmt(b.batch.cpu_ms_per_update.ingest, 3)} / ${fmt(b.batch.cpu_ms_per_update.redis, 3)} / ${fmt(b.batch.cpu_ms_per_update.load_generator, 3)} ms`,
+        setup: 'ingest child / redis-server / bench (load generator)',
+      },
+      {
+        scenario: 'ingest_batch',
+        figure: 'raw BullMQ addBulk',
+        value: fmt(b.raw_addbulk.jobs_per_s, 0, '/s'),
+        setup: `${size}, same Redis, job data = the update item`,
+      },
+      {
+        scenario: 'ingest_batch',
+        figure: 'ratio batch / raw addBulk',
+        value: fmt(b.ratio_to_raw_addbulk, 3),
+        setup: size,
       },
     );
   }
@@ -330,6 +400,9 @@ async function main(): Promise<void> {
       'ingest-rate': { type: 'string' },
       'ingest-seconds': { type: 'string' },
       'ingest-clients': { type: 'string' },
+      'batch-size': { type: 'string' },
+      'batch-concurrency': { type: 'string' },
+      'batch-seconds': { type: 'string' },
       polling: { type: 'string' },
       detection: { type: 'string' },
       'detection-latency': { type: 'string' },
@@ -374,6 +447,22 @@ async function main(): Promise<void> {
       'ingest-clients',
     ),
     warmupSeconds: quick ? 1 : DEFAULT_INGEST.warmupSeconds,
+  };
+  const ingestBatch = {
+    ...DEFAULT_INGEST_BATCH,
+    patients: quick ? 50 : DEFAULT_INGEST_BATCH.patients,
+    batchSize: intOption(values['batch-size'], DEFAULT_INGEST_BATCH.batchSize, 'batch-size'),
+    concurrency: intOption(
+      values['batch-concurrency'],
+      DEFAULT_INGEST_BATCH.concurrency,
+      'batch-concurrency',
+    ),
+    seconds: intOption(
+      values['batch-seconds'],
+      quick ? 3 : DEFAULT_INGEST_BATCH.seconds,
+      'batch-seconds',
+    ),
+    warmupSeconds: quick ? 1 : DEFAULT_INGEST_BATCH.warmupSeconds,
   };
   const mllp = {
     ...DEFAULT_MLLP,
@@ -484,6 +573,10 @@ async function main(): Promise<void> {
     if (runs('ingest')) {
       await reset();
       results.ingest = await ingestScenario(ctx, ingest);
+    }
+    if (runs('ingest_batch')) {
+      await reset();
+      results.ingest_batch = await ingestBatchScenario(ctx, ingestBatch);
     }
     if (runs('mllp')) {
       await reset();

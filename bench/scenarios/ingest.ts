@@ -7,7 +7,7 @@ import {
   forEachLimit,
   type BenchContext,
 } from '../support/fixtures.ts';
-import { KeepAliveClient } from '../support/http-client.ts';
+import { PoolClient } from '../support/http-client.ts';
 import {
   cliProcess,
   clearRedis,
@@ -15,6 +15,9 @@ import {
   processMemory,
   waitForHttp,
 } from '../support/processes.ts';
+import { httpFloorLoop, type HttpFloorResult } from '../support/http-floor.ts';
+import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
+import { interleave, rawAddLoop, type RawAddResult } from '../support/raw-bullmq.ts';
 import { MiB, round, summarize, type Summary } from '../support/stats.ts';
 
 export interface IngestSettings {
@@ -52,11 +55,41 @@ export interface IngestResult {
     completed: number;
     statuses: Record<string, number>;
     latency_ms: Summary;
+    /**
+     * CPU (user + system, ms) per accepted update of the ingest child, of redis-server (null with a
+     * shared Redis) and of the bench process (the HTTP load generator).
+     */
+    cpu_ms_per_update: {
+      ingest: number | null;
+      redis: number | null;
+      load_generator: number | null;
+    };
+  };
+  /**
+   * The closed loop (`clients` HTTP updates in flight, each durable before its 202) against bare
+   * BullMQ `queue.add` with as many calls in flight, same Redis, same run.
+   */
+  vs_raw_add: {
+    clients: number;
+    ingest_per_s: number | null;
+    ingest_p99_ms: number | null;
+    raw_add: RawAddResult;
+    /** `ingest_per_s` ÷ `raw_add.jobs_per_s`. */
+    ratio: number | null;
+    /**
+     * A bare node:http server (reads the body, answers 202, nothing else) with the same client and
+     * load: the most any HTTP ingest can reach here. `http_floor_ratio` is its rate ÷ raw `add`.
+     */
+    http_floor: HttpFloorResult;
+    http_floor_ratio: number | null;
   };
   ingest_rss_mib: number | null;
 }
 
 const TOKEN = 'bench-ingest-token-0123456789abcdef';
+
+const ratioOf = (a: number | null, b: number | null): number | null =>
+  a === null || b === null || b === 0 ? null : round(a / b, 3);
 
 function countStatus(statuses: Record<string, number>, status: number | string): void {
   statuses[status] = (statuses[status] ?? 0) + 1;
@@ -84,7 +117,7 @@ export async function ingestScenario(
     LOG_LEVEL: ctx.logLevel,
   });
   const removeProc = ctx.cleanup.add('ingest', () => proc.stop());
-  const client = new KeepAliveClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
+  const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
   try {
     await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
     ctx.say(`ingest: registering ${settings.patients} presets`);
@@ -96,33 +129,16 @@ export async function ingestScenario(
 
     const records = patients.map((_, i) => JSON.stringify(benchRecord(i)));
     let seq = 0;
-    const body = () => {
-      const i = seq++;
+    const bodyOf = (i: number) => {
       const p = i % patients.length;
       return `{"patient_id":"${patients[p]}","event_id":"bench-ev-${i}","changes":["Condition"],"assembled_patient":${records[p]}}`;
     };
+    const updateOf = (i: number) => JSON.parse(bodyOf(i)) as object;
+    const body = () => bodyOf(seq++);
     const post = () => client.send('POST', '/v1/record-updates', body());
 
-    // Closed loop, clients each sending back to back until the deadline.
-    const closedLoop = async (clients: number, seconds: number) => {
-      const latencies: number[] = [];
-      const statuses: Record<string, number> = {};
-      const start = performance.now();
-      const deadline = start + seconds * 1_000;
-      await Promise.all(
-        Array.from({ length: clients }, async () => {
-          while (performance.now() < deadline) {
-            const sent = performance.now();
-            countStatus(statuses, await post().catch(() => 'error'));
-            latencies.push(performance.now() - sent);
-          }
-        }),
-      );
-      return { latencies, statuses, elapsed: (performance.now() - start) / 1_000 };
-    };
-
     ctx.say(`ingest: warm-up ${settings.warmupSeconds} s`);
-    await closedLoop(8, settings.warmupSeconds);
+    await closedLoopOf(post, { clients: 8, pids: [] }).run(settings.warmupSeconds, true);
 
     ctx.say(`ingest: open loop ${settings.openLoopRate}/s for ${settings.openLoopSeconds} s`);
     const total = settings.openLoopRate * settings.openLoopSeconds;
@@ -157,12 +173,42 @@ export async function ingestScenario(
     const openElapsed = (lastDone - start) / 1_000;
 
     await sleep(500);
-    ctx.say(
-      `ingest: closed loop, ${settings.closedLoopClients} clients for ${settings.closedLoopSeconds} s`,
-    );
-    const closed = await closedLoop(settings.closedLoopClients, settings.closedLoopSeconds);
+    // The closed loop, the bare HTTP server and raw BullMQ adds, each warmed up, then measured in
+    // interleaved slices so that all three see the same machine.
+    const ingestLoop = closedLoopOf(post, {
+      clients: settings.closedLoopClients,
+      pids: [proc.pid, ctx.redis.pid],
+    });
+    const floor = await httpFloorLoop(ctx, { clients: settings.closedLoopClients, body: bodyOf });
+    const raw = await rawAddLoop(ctx, {
+      prefix: benchPrefix(ctx, 'raw-add'),
+      concurrency: settings.closedLoopClients,
+      jobsPerCall: 1,
+      data: (i) => updateOf(i),
+    });
+    let closed: ClosedLoopTotals;
+    let floorResult: HttpFloorResult;
+    let rawAdd: RawAddResult;
+    try {
+      await floor.run(settings.warmupSeconds, true);
+      await raw.run(settings.warmupSeconds, true);
+      const rounds = Math.min(5, settings.closedLoopSeconds);
+      ctx.say(
+        `ingest: closed loop of ${settings.closedLoopClients} clients, bare node:http server, raw ` +
+          `BullMQ queue.add: ${settings.closedLoopSeconds} s each, in ${rounds} interleaved slices`,
+      );
+      await interleave([ingestLoop, floor, raw], settings.closedLoopSeconds, rounds);
+      closed = ingestLoop.result();
+      floorResult = floor.result();
+      rawAdd = raw.result();
+    } finally {
+      await floor.close();
+      await raw.close();
+    }
     const rss = processMemory(proc.pid);
-    const accepted = closed.statuses['202'] ?? 0;
+    const accepted = closed.accepted;
+    const acceptedPerS = closed.elapsed === 0 ? null : round(accepted / closed.elapsed, 0);
+    const closedLatency = summarize(closed.latencies);
 
     return {
       settings: {
@@ -170,7 +216,7 @@ export async function ingestScenario(
         setup:
           'one `concordance-worker ingest` child process (LOG_LEVEL ' +
           ctx.logLevel +
-          '); load from the bench process over node:http keep-alive (same 2-core machine); ' +
+          '); load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
           `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, a new event_id ` +
           'and changes [Condition]: it stores the record, checks idempotency and schedules/joins the patient query; no worker running',
         latency_measured_from:
@@ -186,15 +232,29 @@ export async function ingestScenario(
       },
       closed_loop: {
         clients: settings.closedLoopClients,
-        accepted_per_s: round(accepted / closed.elapsed, 0),
+        accepted_per_s: acceptedPerS,
         completed: closed.latencies.length,
         statuses: closed.statuses,
-        latency_ms: summarize(closed.latencies),
+        latency_ms: closedLatency,
+        cpu_ms_per_update: {
+          ingest: perItem(closed.cpuMs[0], accepted),
+          redis: perItem(closed.cpuMs[1], accepted),
+          load_generator: perItem(closed.selfMs, accepted),
+        },
+      },
+      vs_raw_add: {
+        clients: settings.closedLoopClients,
+        ingest_per_s: acceptedPerS,
+        ingest_p99_ms: closedLatency.p99,
+        raw_add: rawAdd,
+        ratio: ratioOf(acceptedPerS, rawAdd.jobs_per_s),
+        http_floor: floorResult,
+        http_floor_ratio: ratioOf(floorResult.requests_per_s, rawAdd.jobs_per_s),
       },
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };
   } finally {
-    client.close();
+    await client.close();
     await proc.stop();
     removeProc();
     await clearRedis(ctx.redis, prefix);

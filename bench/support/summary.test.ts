@@ -49,6 +49,11 @@ function fullResults(): SummaryInput {
       },
     },
     mllp: { mllp_messages_per_s: 4_757 },
+    ingest: {
+      settings: { closedLoopSeconds: 10 },
+      vs_raw_add: { ratio: 0.214, ingest_p99_ms: 12.6 },
+    },
+    ingest_batch: { settings: { seconds: 10 }, ratio_to_raw_addbulk: 0.38 },
   };
 }
 
@@ -57,7 +62,7 @@ describe('buildSummary', () => {
     const summary = buildSummary(fullResults(), { quick: false });
     expect(summary).toEqual({
       quick: false,
-      notes: ['ingest_*: null until the ingest comparisons with raw BullMQ adds are merged'],
+      notes: [],
       pipeline_ratio: 0.041,
       worker_cpu_ms_per_query: 1.84,
       noop_worker_cpu_ms_per_job: 0.091,
@@ -71,9 +76,9 @@ describe('buildSummary', () => {
       detection_lag_p95_fraction_spread_5_60: 0.88,
       polls_per_query_spread_5_60: 6.1,
       mllp_messages_per_s: 4_757,
-      ingest_ratio_to_raw_add: null,
-      ingest_p99_ms: null,
-      ingest_batch_ratio_to_raw_addbulk: null,
+      ingest_ratio_to_raw_add: 0.214,
+      ingest_p99_ms: 12.6,
+      ingest_batch_ratio_to_raw_addbulk: 0.38,
     });
     expect(BenchSummarySchema.parse(summary)).toEqual(summary);
   });
@@ -84,18 +89,24 @@ describe('buildSummary', () => {
     results.pipeline.settings = { queries: 500, noopJobs: 5_000 };
     results.in_flight.settings = { queries: 1_000, jobLatencyMs: 20_000, windowSeconds: 10 };
     results.detection.settings = { latencyMs: 6_000, spreadMs: { min: 1_000, max: 8_000 } };
+    if (!results.ingest || !results.ingest_batch) throw new Error('fixture');
+    results.ingest.settings = { closedLoopSeconds: 3 };
+    results.ingest_batch.settings = { seconds: 3 };
     const summary = buildSummary(results, { quick: true });
     expect(summary.quick).toBe(true);
     expect(summary.inflight_queries).toBe(1_000);
     expect(summary.detection_latency_s).toBe(6);
     expect(summary.notes).toEqual([
       'quick run (--quick): smaller counts and shorter latencies; not comparable with a full run',
+      'ingest: 3 s per loop (raw add included)',
+      'ingest_batch: 3 s each (batch, raw addBulk)',
       'pipeline: 500 queries, 5000 no-op jobs',
       'in flight: 1000 queries (full run 100000), remote jobs 20 s, window 10 s',
       'detection: L = 6 s (full run 60 s)',
       'detection: the *_spread_5_60 figures are for jobs of 1-8 s',
-      'ingest_*: null until the ingest comparisons with raw BullMQ adds are merged',
     ]);
+    expect(summary.ingest_ratio_to_raw_add).toBe(0.214);
+    expect(summary.ingest_batch_ratio_to_raw_addbulk).toBe(0.38);
   });
 
   it('leaves the figures of scenarios that did not run null and names them', () => {
@@ -115,11 +126,14 @@ describe('buildSummary', () => {
       'detection_latency_s',
       'detection_lag_p95_fraction_spread_5_60',
       'polls_per_query_spread_5_60',
+      'ingest_ratio_to_raw_add',
+      'ingest_p99_ms',
+      'ingest_batch_ratio_to_raw_addbulk',
     ] as const) {
       expect(summary[key], key).toBeNull();
     }
     expect(summary.notes).toContain(
-      'not run, their figures are null: pipeline, in_flight, detection',
+      'not run, their figures are null: pipeline, in_flight, detection, ingest, ingest_batch',
     );
   });
 
@@ -164,6 +178,24 @@ describe('buildSummary', () => {
     expect(buildSummary(results, { quick: false }).notes).toContain(
       'in flight: 250 queries had ended before the window began',
     );
+  });
+
+  it('takes the ingest figures from ingest.vs_raw_add and ingest_batch', () => {
+    const results = fullResults();
+    if (!results.ingest || !results.ingest_batch) throw new Error('fixture');
+    results.ingest.vs_raw_add = { ratio: 0.35, ingest_p99_ms: 9.4 };
+    results.ingest_batch.ratio_to_raw_addbulk = 0.52;
+    const summary = buildSummary(results, { quick: false });
+    expect(summary).toMatchObject({
+      ingest_ratio_to_raw_add: 0.35,
+      ingest_p99_ms: 9.4,
+      ingest_batch_ratio_to_raw_addbulk: 0.52,
+    });
+    // A ratio that could not be computed (no raw add measured) stays null, with no other note.
+    results.ingest.vs_raw_add = { ratio: null, ingest_p99_ms: 9.4 };
+    const partial = buildSummary(results, { quick: false });
+    expect(partial.ingest_ratio_to_raw_add).toBeNull();
+    expect(partial.notes).toEqual([]);
   });
 
   it('reports a figure that is not a finite number as null, with a note', () => {

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { DetectionLine, DetectionResult } from '../scenarios/detection.ts';
 import type { InflightResult } from '../scenarios/inflight.ts';
+import type { IngestResult } from '../scenarios/ingest.ts';
+import type { IngestBatchResult } from '../scenarios/ingest-batch.ts';
 import type { MllpResult } from '../scenarios/mllp.ts';
 import type { PipelineResult } from '../scenarios/pipeline.ts';
 import { round } from './stats.ts';
@@ -114,6 +116,14 @@ export interface SummaryInput {
     spread: DetectionLineFigures;
   };
   mllp?: Pick<MllpResult, 'mllp_messages_per_s'>;
+  ingest?: {
+    settings: Pick<IngestResult['settings'], 'closedLoopSeconds'>;
+    vs_raw_add: Pick<IngestResult['vs_raw_add'], 'ratio' | 'ingest_p99_ms'>;
+  };
+  ingest_batch?: {
+    settings: Pick<IngestBatchResult['settings'], 'seconds'>;
+    ratio_to_raw_addbulk: IngestBatchResult['ratio_to_raw_addbulk'];
+  };
 }
 
 type DetectionLineFigures = Pick<
@@ -157,7 +167,10 @@ function quickNotes(results: SummaryInput): string[] {
   const notes = [
     'quick run (--quick): smaller counts and shorter latencies; not comparable with a full run',
   ];
-  const { pipeline, in_flight: inflight, detection } = results;
+  const { pipeline, in_flight: inflight, detection, ingest, ingest_batch: batch } = results;
+  if (ingest)
+    notes.push(`ingest: ${ingest.settings.closedLoopSeconds} s per loop (raw add included)`);
+  if (batch) notes.push(`ingest_batch: ${batch.settings.seconds} s each (batch, raw addBulk)`);
   if (pipeline)
     notes.push(
       `pipeline: ${pipeline.settings.queries} queries, ${pipeline.settings.noopJobs} no-op jobs`,
@@ -184,19 +197,18 @@ function quickNotes(results: SummaryInput): string[] {
 /** The summary of a run from its results (validated against {@link BenchSummarySchema}). */
 export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSummary {
   const notes = run.quick ? quickNotes(results) : [];
-  const missing = (['pipeline', 'in_flight', 'detection', 'mllp'] as const).filter(
-    (scenario) => results[scenario] === undefined,
-  );
+  const missing = (
+    ['pipeline', 'in_flight', 'detection', 'mllp', 'ingest', 'ingest_batch'] as const
+  ).filter((scenario) => results[scenario] === undefined);
   if (missing.length > 0) notes.push(`not run, their figures are null: ${missing.join(', ')}`);
 
-  const { pipeline, in_flight: inflight, detection, mllp } = results;
+  const { pipeline, in_flight: inflight, detection, mllp, ingest } = results;
   const lateness = inflight ? pollLatenessP99(inflight.poll_lateness_ms) : { seconds: null };
   if (lateness.note !== undefined) notes.push(lateness.note);
   if (inflight && inflight.completed_before_window > 0)
     notes.push(
       `in flight: ${inflight.completed_before_window} queries had ended before the window began`,
     );
-  notes.push('ingest_*: null until the ingest comparisons with raw BullMQ adds are merged');
 
   const figures: Record<string, number | null> = {
     pipeline_ratio: pipeline?.ratio ?? null,
@@ -214,10 +226,9 @@ export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSumma
       detection?.spread.lag_fraction_of_job_duration_p95 ?? null,
     polls_per_query_spread_5_60: detection?.spread.polls_per_query.mean ?? null,
     mllp_messages_per_s: mllp?.mllp_messages_per_s ?? null,
-    // filled from ingest.vs_raw_add / ingest_batch once merged
-    ingest_ratio_to_raw_add: null,
-    ingest_p99_ms: null,
-    ingest_batch_ratio_to_raw_addbulk: null,
+    ingest_ratio_to_raw_add: ingest?.vs_raw_add.ratio ?? null,
+    ingest_p99_ms: ingest?.vs_raw_add.ingest_p99_ms ?? null,
+    ingest_batch_ratio_to_raw_addbulk: results.ingest_batch?.ratio_to_raw_addbulk ?? null,
   };
   // A figure that came out NaN or infinite is reported as null rather than failing the whole run.
   for (const [key, value] of Object.entries(figures)) {

@@ -13,6 +13,7 @@ import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-k
 import { Crosswalk } from '../identity/crosswalk.ts';
 import { buildIngestApp, type IngestDeps } from '../ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
+import { PatientLocator } from '../ingest/patient-locator.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
@@ -217,23 +218,38 @@ export class App {
     });
   }
 
-  /** The ingest's parts: the committer, the terminology and the clinical feeds' updates. */
-  ingestParts(): Pick<IngestDeps, 'committer' | 'terminology'> & { updates: ClinicalUpdates } {
+  /**
+   * The ingest's parts: the committer, the terminology, the one crosswalk cache of every feed of
+   * the process (`ingest.crosswalk_cache`) and the clinical feeds' updates.
+   */
+  ingestParts(): Pick<IngestDeps, 'committer' | 'terminology'> & {
+    locator: PatientLocator;
+    updates: ClinicalUpdates;
+  } {
     const committer = this.committer();
     const terminology = this.terminology();
+    const locator = PatientLocator.fromConfig({
+      config: this.slices.ingest,
+      crosswalk: this.crosswalk,
+      registry: this.metrics,
+    });
     const updates = ClinicalUpdates.fromDeps({
       config: this.slices.ingest,
       crosswalk: this.crosswalk,
       records: this.records,
       committer,
       terminology,
+      locator,
     });
-    return { committer, terminology, updates };
+    return { committer, terminology, locator, updates };
   }
 
   /** The ingest HTTP app on the app's stores (see buildIngestApp). */
   ingestApp(
-    parts: Pick<IngestDeps, 'committer' | 'terminology' | 'updates' | 'admin' | 'isReady'>,
+    parts: Pick<
+      IngestDeps,
+      'committer' | 'terminology' | 'locator' | 'updates' | 'admin' | 'isReady'
+    >,
   ) {
     return buildIngestApp({
       config: this.slices.ingest,

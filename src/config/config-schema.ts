@@ -315,6 +315,13 @@ export const ConfigSchema = z.strictObject({
     host: z.string().min(1),
     body_limit_bytes: z.int().positive(),
     idempotency_ttl_s: z.int().positive(),
+    /** `POST /v1/record-updates/batch`: most items, and the largest body (bytes). */
+    batch: z.strictObject({
+      max_items: z.int().positive(),
+      max_bytes: z.int().positive(),
+    }),
+    /** Local ids whose service id the process keeps (see `PatientLocator`); 0 turns it off. */
+    crosswalk_cache: z.strictObject({ max_entries: z.int().min(0) }),
     /** Set only from the environment (`INGEST_TOKENS`, comma-separated). */
     tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
   }),

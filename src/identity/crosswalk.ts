@@ -133,6 +133,19 @@ export class Crosswalk {
     return this.#serviceIdAt(this.#forward(localId));
   }
 
+  /**
+   * The key of a local id's lookup entry (named by the id's HMAC, in its partition): what a commit
+   * script reads to check that the entry still names a service id held in a cache.
+   */
+  lookupKeyOf(localId: string): string {
+    return this.#forward(localId);
+  }
+
+  /** The service id the lookup entry {@link lookupKeyOf} names (undefined when there is none). */
+  async findByLookupKey(lookupKey: string): Promise<string | undefined> {
+    return this.#serviceIdAt(lookupKey);
+  }
+
   /** The service id a lookup entry names (undefined when there is none). */
   async #serviceIdAt(forwardKey: string): Promise<string | undefined> {
     return (await this.#redis.hget(forwardKey, 'psid')) ?? undefined;

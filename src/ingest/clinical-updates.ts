@@ -7,6 +7,7 @@ import type { ClinicalRecord } from '../records/clinical-record.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import type { ProblemTerminology } from '../terminology/problem-terminology.ts';
 import { CommitConflictError } from './errors/commit-conflict-error.ts';
+import { DEFAULT_CACHE_ENTRIES, PatientLocator, type LocatedPatient } from './patient-locator.ts';
 import {
   queriesAreFresh,
   type CommitInput,
@@ -29,6 +30,11 @@ export interface ClinicalUpdatesOptions {
   terminology?: ProblemTerminology | undefined;
   /** @defaultValue `() => new Date()` */
   now?: () => Date;
+  /**
+   * Finds each message's patient, cached (the ingest process shares one between its feeds).
+   * @defaultValue a locator of its own on `crosswalk`, {@link DEFAULT_CACHE_ENTRIES} entries
+   */
+  locator?: PatientLocator;
 }
 
 export interface ClinicalUpdate {
@@ -50,9 +56,13 @@ export interface ClinicalUpdate {
  */
 export class ClinicalUpdates {
   readonly #o: ClinicalUpdatesOptions;
+  readonly #locator: PatientLocator;
 
   constructor(options: ClinicalUpdatesOptions) {
     this.#o = options;
+    this.#locator =
+      options.locator ??
+      new PatientLocator({ crosswalk: options.crosswalk, maxEntries: DEFAULT_CACHE_ENTRIES });
   }
 
   /** The instance the ingest app's dependencies and `presets.*` configuration make. */
@@ -67,12 +77,14 @@ export class ClinicalUpdates {
     records: RecordStore;
     committer: UpdateCommitter;
     terminology?: ProblemTerminology | undefined;
+    locator?: PatientLocator | undefined;
   }): ClinicalUpdates {
     return new ClinicalUpdates({
       crosswalk: deps.crosswalk,
       records: deps.records,
       committer: deps.committer,
       terminology: deps.terminology,
+      ...(deps.locator === undefined ? {} : { locator: deps.locator }),
       rules: deps.config.presets.rules,
       problemList: deps.config.presets.from_problem_list,
     });
@@ -95,42 +107,86 @@ export class ClinicalUpdates {
 
   /**
    * The patient a local id's updates go to, with what the commit would read of it (one read-only
-   * script after the crosswalk lookup), following merges to the survivor; or a plan to create
-   * the patient in the commit (a patient never seen).
+   * script, after a crosswalk lookup unless the locator had the id cached), following merges to
+   * the survivor; or a plan to create the patient in the commit (a patient never seen). `stale`
+   * when the cached id turned out outdated (the caller locates it again).
    */
-  async #current(localId: string): Promise<{
-    patientServiceId: string;
-    newPatient?: CrosswalkPlan;
-    stored?: StoredState;
-  }> {
-    let patientServiceId = await this.#o.crosswalk.find(localId);
-    if (patientServiceId === undefined) {
-      const newPatient = this.#o.crosswalk.plan(localId);
-      return { patientServiceId: newPatient.patientServiceId, newPatient };
+  async #current(
+    localId: string,
+    followMerges: boolean,
+  ): Promise<
+    | { stale: true; located: LocatedPatient }
+    | {
+        stale?: false;
+        located: LocatedPatient;
+        patientServiceId: string;
+        newPatient?: CrosswalkPlan;
+        stored?: StoredState;
+        verify?: { lookupKey: string; retiredKey: string };
+      }
+  > {
+    const located = await this.#locator.locate(localId, { followMerges });
+    if (located.kind === 'new') {
+      return { located, patientServiceId: located.patientServiceId, newPatient: located.plan };
     }
+    let patientServiceId = located.patientServiceId;
+    const verify = located.verify;
     for (let hop = 0; ; hop++) {
       const stored = await this.#o.committer.storedState(
         patientServiceId,
         this.#o.crosswalk.retiredKeyOf(patientServiceId),
+        hop === 0 ? verify?.lookupKey : undefined,
       );
+      if (stored.stale) return { stale: true, located };
       // A retired (merged) local id leads to its survivor: it gets no record or query of its own.
       if (stored.survivor === undefined || hop >= MAX_MERGE_HOPS) {
-        return { patientServiceId, stored };
+        // Only the local id's own service id is checked (and cached), never a survivor's.
+        return hop === 0 && verify !== undefined
+          ? { located, patientServiceId, stored, verify }
+          : { located, patientServiceId, stored };
       }
+      if (hop === 0) this.#locator.forget(located);
       patientServiceId = stored.survivor;
     }
   }
 
-  /** Commits, re-reading and recomputing when another writer got there first. */
+  /**
+   * Commits, re-reading and recomputing when another writer got there first, or when the
+   * patient's cached service id turned out outdated (looked up again) or retired by a merge
+   * (followed to the survivor).
+   */
   async #commitWithRetry(
-    attempt: () => Promise<
-      CommitInput | { unchanged: { patientServiceId: string; version: number } }
+    attempt: (
+      followMerges: boolean,
+    ) => Promise<
+      | (CommitInput & { located?: LocatedPatient })
+      | { unchanged: { patientServiceId: string; version: number }; located?: LocatedPatient }
+      | { stale: LocatedPatient }
     >,
   ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
+    let followMerges = false;
     for (let n = 1; n <= MAX_ATTEMPTS; n++) {
-      const input = await attempt();
-      if ('unchanged' in input) return { ...input.unchanged, changed: false };
-      const result = await this.#o.committer.commit(input);
+      const input = await attempt(followMerges);
+      if ('stale' in input) {
+        this.#locator.forget(input.stale);
+        continue;
+      }
+      if ('unchanged' in input) {
+        if (input.located !== undefined) this.#locator.confirm(input.located);
+        return { ...input.unchanged, changed: false };
+      }
+      const { located, ...commit } = input;
+      const result = await this.#o.committer.commit(commit);
+      if (
+        result.status === 'stale' ||
+        result.status === 'retired' ||
+        result.status === 'conflict'
+      ) {
+        if (located !== undefined) this.#locator.forget(located);
+        if (result.status === 'retired') followMerges = true;
+        continue;
+      }
+      if (located !== undefined) this.#locator.confirm(located);
       if (result.status === 'missing') {
         // A known patient without a record (purged, expired) and a message that adds nothing.
         return { patientServiceId: input.patientServiceId, version: 0, changed: false };
@@ -142,9 +198,7 @@ export class ClinicalUpdates {
           changed: result.status === 'ok' && input.record.kind !== 'keep',
         };
       }
-      if (result.status !== 'conflict') {
-        throw new Error(`unexpected commit answer for a clinical update: ${result.status}`);
-      }
+      throw new Error(`unexpected commit answer for a clinical update: ${result.status}`);
     }
     throw new CommitConflictError(MAX_ATTEMPTS);
   }
@@ -185,8 +239,10 @@ export class ClinicalUpdates {
   async apply(
     update: ClinicalUpdate,
   ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
-    return this.#commitWithRetry(async () => {
-      const { patientServiceId, newPatient, stored } = await this.#current(update.localId);
+    return this.#commitWithRetry(async (followMerges) => {
+      const current = await this.#current(update.localId, followMerges);
+      if (current.stale === true) return { stale: current.located };
+      const { located, patientServiceId, newPatient, stored, verify } = current;
       const version = stored?.version ?? 0;
       const clinical = this.#o.records.openClinical(patientServiceId, stored?.sealedClinical);
       // Terminology (src/terminology/): mapped ICD-10-CM codings are stored in the items.
@@ -210,10 +266,12 @@ export class ClinicalUpdates {
           : undefined;
         if (stored !== undefined && queriesAreFresh(stored, problemList, extraCategories)) {
           this.#o.committer.countUnchanged();
-          return { unchanged: { patientServiceId, version } };
+          return { unchanged: { patientServiceId, version }, located };
         }
         return {
+          located,
           patientServiceId,
+          ...(verify === undefined ? {} : { verify }),
           record: { kind: 'keep' },
           onlyIfStale: true,
           eventId: update.eventId,
@@ -221,10 +279,14 @@ export class ClinicalUpdates {
           extraCategories,
         };
       }
-      return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, version, {
-        eventId: update.eventId,
-        extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
-      });
+      return {
+        located,
+        ...(verify === undefined ? {} : { verify }),
+        ...this.#clinicalCommit({ patientServiceId, newPatient }, next.record, version, {
+          eventId: update.eventId,
+          extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
+        }),
+      };
     });
   }
 

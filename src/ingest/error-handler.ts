@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { ClientError } from './errors/client-error.ts';
@@ -60,11 +61,16 @@ function summary(error: unknown): Record<string, unknown> {
 /** The app's error handler: answers in the interface's `{detail}` format and logs server errors. */
 export function createErrorHandler(options: ErrorHandlerOptions) {
   return function handleError(error: unknown, request: FastifyRequest, reply: FastifyReply) {
-    const http = toIngestHttpError(error, options);
+    // A route may take larger bodies than the app (the batch route): its own limit is the one.
+    const bodyLimitBytes = request.routeOptions.bodyLimit ?? options.bodyLimitBytes;
+    const http = toIngestHttpError(error, { ...options, bodyLimitBytes });
+    // Below info the request has no child logger of its own (see buildIngestApp): name it here.
+    const log = request.log as Logger;
+    const id = log.isLevelEnabled('info') ? {} : { reqId: request.id };
     if (http instanceof RedisUnavailableError) {
-      request.log.warn({ err: summary(http.cause) }, 'redis unavailable');
+      log.warn({ ...id, err: summary(http.cause) }, 'redis unavailable');
     } else if (http.statusCode >= 500) {
-      request.log.error({ err: summary(http.cause ?? error) }, 'request failed');
+      log.error({ ...id, err: summary(http.cause ?? error) }, 'request failed');
     }
     return reply.code(http.statusCode).headers(http.headers).send(http.body);
   };

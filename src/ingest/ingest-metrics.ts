@@ -30,6 +30,7 @@ export class IngestMetrics {
   readonly #queries: Counter<'kind'>;
   readonly #unchanged: Counter;
   readonly #stored: Counter;
+  readonly #cache: Counter<'outcome'>;
   readonly #sources = new Set<string>();
 
   constructor(registry: Registry) {
@@ -57,6 +58,12 @@ export class IngestMetrics {
       'Record updates stored in Redis, from every feed (JSON, HL7 v2, FHIR), unchanged ones included: a flat rate means the feeds went silent.',
       [],
     );
+    this.#cache = counter(
+      registry,
+      'cw_crosswalk_cache_lookups_total',
+      "Patients of updates looked for in the ingest process's crosswalk cache: hit (no Redis lookup), miss, or stale (a cached entry the commit found outdated: purged, merged, re-created).",
+      ['outcome'],
+    );
   }
 
   #sourceLabel(source: unknown): string {
@@ -78,6 +85,10 @@ export class IngestMetrics {
 
   countStored(): void {
     this.#stored.inc();
+  }
+
+  countCacheLookup(outcome: 'hit' | 'miss' | 'stale'): void {
+    this.#cache.inc({ outcome });
   }
 
   countQuery(coalesced: boolean): void {

@@ -5,7 +5,18 @@ import { isolatedRedis } from '../../test/support/redis.ts';
 import { samplePatient } from '../../test/support/sample-patient.ts';
 import { optOutKey } from '../privacy/patient-consent.ts';
 import { emptyClinicalRecord } from '../records/clinical-record.ts';
-import { queriesAreFresh } from './update-committer.ts';
+import { Partitions } from '../queues/partitions.ts';
+import { IdempotencyStore } from './idempotency-store.ts';
+import { PresetStore } from '../presets/preset-store.ts';
+import { RecordStore } from '../records/record-store.ts';
+import { Crosswalk } from '../identity/crosswalk.ts';
+import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../identity/crosswalk-keys.ts';
+import {
+  MAX_ITEMS_PER_SCRIPT,
+  queriesAreFresh,
+  UpdateCommitter,
+  type CommitInput,
+} from './update-committer.ts';
 
 const NOW = new Date('2026-11-20T08:00:00Z');
 
@@ -366,8 +377,243 @@ describe('UpdateCommitter (real Redis): one script per message', () => {
       presets: {},
       optedOut: false,
       survivor: undefined,
+      stale: false,
     });
     await env.redis.set(retired, 'the-survivor');
     expect((await stack.committer.storedState(psid, retired)).survivor).toBe('the-survivor');
+  });
+
+  /** A known patient's update that the script verifies against the lookup entry of `localId`. */
+  const verified = (localId: string, psid: string, eventId: string, age = 57): CommitInput => ({
+    patientServiceId: psid,
+    verify: {
+      lookupKey: stack.crosswalk.lookupKeyOf(localId),
+      retiredKey: stack.crosswalk.retiredKeyOf(psid),
+    },
+    record: put(psid, { ...samplePatient, demographics: { age, gender: 'female' } }),
+    eventId,
+    now: NOW,
+    extraCategories: ['END002'],
+    remember: true,
+  });
+
+  async function newPatient(localId: string): Promise<string> {
+    const plan = stack.crosswalk.plan(localId);
+    const result = await stack.committer.commit({
+      patientServiceId: plan.patientServiceId,
+      newPatient: plan,
+      record: put(plan.patientServiceId),
+      eventId: `${localId}-first`,
+      now: NOW,
+      extraCategories: ['END002'],
+    });
+    expect(result).toMatchObject({ status: 'ok' });
+    return plan.patientServiceId;
+  }
+
+  it('verifies a cached service id: stale when the entry names another or none, retired after a merge', async () => {
+    const psid = await newPatient('MRN-V');
+    expect(await stack.committer.commit(verified('MRN-V', psid, 'v1', 60))).toMatchObject({
+      status: 'ok',
+      version: 2,
+    });
+    const before = await env.redis.hgetall(stack.records.keyOf(psid));
+
+    // The entry names another service id (purged and created again by another process).
+    expect(await stack.committer.commit(verified('MRN-V', 'someone-else', 'v2'))).toEqual({
+      status: 'stale',
+    });
+    expect(await stack.records.version('someone-else')).toBe(0);
+    // The entry is gone (purged).
+    await stack.crosswalk.remove('MRN-V');
+    expect(await stack.committer.commit(verified('MRN-V', psid, 'v3', 61))).toEqual({
+      status: 'stale',
+    });
+    expect(await env.redis.hgetall(stack.records.keyOf(psid))).toEqual(before);
+
+    // Retired by a merge: the entry still names it, its retired key names the survivor.
+    const merged = await newPatient('MRN-M');
+    await env.redis.set(stack.crosswalk.retiredKeyOf(merged), 'the-survivor');
+    const recordBefore = await env.redis.hgetall(stack.records.keyOf(merged));
+    expect(await stack.committer.commit(verified('MRN-M', merged, 'm1', 62))).toEqual({
+      status: 'retired',
+    });
+    expect(await env.redis.hgetall(stack.records.keyOf(merged))).toEqual(recordBefore);
+    // Nothing was remembered either (only v1's event id): they go through once the patient is right.
+    expect(await env.redis.keys(`${env.prefix}:idem:*`)).toHaveLength(1);
+  });
+
+  it('commitMany commits many patients in one call, each item as commit would', async () => {
+    const a = await newPatient('MRN-A');
+    const plan = stack.crosswalk.plan('MRN-B');
+    const b = plan.patientServiceId;
+    const results = await stack.committer.commitMany([
+      verified('MRN-A', a, 'a1', 60),
+      {
+        patientServiceId: b,
+        newPatient: plan,
+        record: put(b),
+        eventId: 'b1',
+        now: NOW,
+        extraCategories: ['END002'],
+        remember: true,
+      },
+      // The same event id again for A: a duplicate of the first item, within the same call.
+      verified('MRN-A', a, 'a1', 61),
+      // A record-less update of B, created by the second item.
+      {
+        patientServiceId: b,
+        verify: {
+          lookupKey: stack.crosswalk.lookupKeyOf('MRN-B'),
+          retiredKey: stack.crosswalk.retiredKeyOf(b),
+        },
+        record: { kind: 'keep' },
+        eventId: 'b2',
+        now: NOW,
+        extraCategories: ['CIR007'],
+      },
+    ]);
+    expect(results).toEqual([
+      {
+        status: 'ok',
+        version: 2,
+        optedOut: false,
+        queries: [{ ccsr_category: 'END002', job_id: `q-${a}-END002-1`, coalesced: true }],
+      },
+      {
+        status: 'ok',
+        version: 1,
+        optedOut: false,
+        queries: [{ ccsr_category: 'END002', job_id: `q-${b}-END002-1`, coalesced: false }],
+      },
+      {
+        status: 'duplicate',
+        answer: {
+          event_id: 'a1',
+          patient_service_id: a,
+          queries: [{ ccsr_category: 'END002', job_id: `q-${a}-END002-1`, coalesced: true }],
+        },
+      },
+      {
+        status: 'ok',
+        version: 1,
+        optedOut: false,
+        queries: [{ ccsr_category: 'CIR007', job_id: `q-${b}-CIR007-1`, coalesced: false }],
+      },
+    ]);
+    expect(await stack.crosswalk.find('MRN-B')).toBe(b);
+    expect((await stack.records.get(a))?.record?.demographics.age).toBe(60);
+  });
+
+  it('commitMany writes nothing of a call with a refused item, and no later call of its partition', async () => {
+    const a = await newPatient('MRN-R');
+    const dumpBefore = async () => {
+      const keys = (await env.redis.keys(`${env.prefix}*`)).sort();
+      return Promise.all(keys.map(async (key) => [key, await env.redis.dump(key)]));
+    };
+    const before = await dumpBefore();
+    const items: CommitInput[] = [
+      verified('MRN-R', a, 'r1', 70),
+      // A known patient without a record, and an update without one: missing.
+      {
+        patientServiceId: 'no-record',
+        record: { kind: 'keep' },
+        eventId: 'x',
+        now: NOW,
+        extraCategories: ['END002'],
+      },
+      verified('MRN-R', a, 'r2', 71),
+    ];
+    expect(await stack.committer.commitMany(items)).toEqual([
+      { status: 'skipped' },
+      { status: 'missing' },
+      { status: 'skipped' },
+    ]);
+    expect(await dumpBefore()).toEqual(before);
+
+    // More than one call's items: the first call commits, the second is refused (stale).
+    const many = Array.from({ length: MAX_ITEMS_PER_SCRIPT + 2 }, (_, i) =>
+      verified('MRN-R', a, `many-${i}`, 20 + (i % 50)),
+    );
+    many[MAX_ITEMS_PER_SCRIPT + 1] = verified('MRN-R', 'not-its-id', 'stale');
+    const results = await stack.committer.commitMany(many);
+    expect(results.slice(0, MAX_ITEMS_PER_SCRIPT).every((r) => r.status === 'ok')).toBe(true);
+    expect(results.slice(MAX_ITEMS_PER_SCRIPT)).toEqual([
+      { status: 'skipped' },
+      { status: 'stale' },
+    ]);
+    expect(await stack.records.version(a)).toBe(1 + MAX_ITEMS_PER_SCRIPT);
+  });
+
+  it('commitMany takes JSON updates only', async () => {
+    await expect(
+      stack.committer.commitMany([
+        {
+          patientServiceId: 'p',
+          record: { kind: 'clinical', sealed: 'x', expectedVersion: 0 },
+          eventId: 'e',
+          now: NOW,
+          extraCategories: [],
+        },
+      ]),
+    ).rejects.toThrow(TypeError);
+  });
+});
+
+describe('UpdateCommitter.commitMany over partitions (real Redis)', () => {
+  let env: Awaited<ReturnType<typeof isolatedRedis>>;
+  afterEach(() => env.cleanup());
+
+  it("groups the items by partition, keeping each patient's order", async () => {
+    env = await isolatedRedis();
+    const { redis } = env;
+    const partitions = new Partitions(env.prefix, 3);
+    const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
+    const crosswalk = new Crosswalk({ redis, prefix: partitions, keys });
+    const records = new RecordStore({ redis, prefix: partitions, keys });
+    const presets = new PresetStore({ redis, prefix: partitions });
+    const committer = new UpdateCommitter({
+      redis,
+      prefix: partitions,
+      records,
+      presets,
+      idempotency: new IdempotencyStore({ redis, prefix: partitions, ttlSeconds: 600 }),
+      debounceMs: 1_000,
+    });
+    const plans = Array.from({ length: 9 }, (_, i) => crosswalk.plan(`MRN-P${i}`));
+    expect(new Set(plans.map((p) => partitions.prefixOf(p.patientServiceId))).size).toBeGreaterThan(
+      1,
+    );
+    const inputs: CommitInput[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (const plan of plans) {
+        const psid = plan.patientServiceId;
+        const record = {
+          ...samplePatient,
+          demographics: { age: 30 + round, gender: 'male' as const },
+        };
+        inputs.push({
+          patientServiceId: psid,
+          newPatient: plan,
+          record: {
+            kind: 'put',
+            sealed: records.sealRecord(psid, record),
+            contentHmac: records.contentHmac(psid, record),
+          },
+          eventId: `e${round}`,
+          now: NOW,
+          extraCategories: ['END002'],
+          remember: true,
+        });
+      }
+    }
+    const results = await committer.commitMany(inputs);
+    expect(results.map((r) => r.status)).toEqual(inputs.map(() => 'ok'));
+    for (const [i, plan] of plans.entries()) {
+      expect(await crosswalk.find(`MRN-P${i}`)).toBe(plan.patientServiceId);
+      const stored = await records.get(plan.patientServiceId);
+      expect(stored?.version).toBe(2);
+      expect(stored?.record?.demographics.age).toBe(31);
+    }
   });
 });

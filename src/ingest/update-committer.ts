@@ -25,8 +25,14 @@ import { IngestMetrics } from './ingest-metrics.ts';
  * `{'missing'}` (no record to run on), `{'unchanged', version}` (the same record, its queries
  * already opened), or `{'ok', version, opted_out, {category, seq, coalesced…}}`.
  */
-const COMMIT = new LuaScript(`${SCHEDULE_QUERY_LUA}
+const COMMIT_BODY = `
 local mode = ARGV[1]
+-- A service id taken from the process's crosswalk cache or read before: the local id's lookup
+-- entry must still name it, and no merge may have retired it; else the caller looks it up again.
+if ARGV[24] == '1' then
+  if redis.call('HGET', KEYS[6], 'psid') ~= ARGV[7] then return {'stale'} end
+  if redis.call('EXISTS', KEYS[11]) == 1 then return {'retired'} end
+end
 -- A record identical to the stored one (same content HMAC) changes nothing: it is a 'keep' that
 -- opens queries only if they are stale (see below).
 local only_if_stale = ARGV[21] == '1'
@@ -156,6 +162,63 @@ if idem_ttl > 0 then
   redis.call('SET', KEYS[3], answer, 'EX', idem_ttl)
 end
 return {'ok', version, opted_out, scheduled}
+`;
+
+const COMMIT = new LuaScript(`${SCHEDULE_QUERY_LUA}${COMMIT_BODY}`);
+
+/** How many KEYS and ARGV one commit of {@link COMMIT_BODY} takes. */
+const COMMIT_KEYS = 11;
+const COMMIT_ARGS = 24;
+
+/**
+ * Many commits in one script (one slot): the commit of {@link COMMIT} for each item in turn, its
+ * KEYS and ARGV the item's slice of the call's (ARGV[1] is the item count), answering one reply
+ * per item. Before anything is written every item is checked: an item whose lookup entry moved
+ * (`stale`, `retired`), whose new patient was created meanwhile (`conflict`) or that has no record
+ * to run on (`missing`) makes the whole call write nothing and answer `{'refused', i, reason}`
+ * (the first such item, from 1), so that the caller can look it up again or refuse the batch.
+ */
+const COMMIT_MANY = new LuaScript(`${SCHEDULE_QUERY_LUA}
+local function commit_one(KEYS, ARGV)
+${COMMIT_BODY}
+end
+-- What the items before this one will have written by the time it runs: records, lookup entries.
+local function precheck(KEYS, ARGV, will_exist, will_name)
+  local named = false
+  if ARGV[24] == '1' or ARGV[15] == '1' then
+    named = will_name[KEYS[6]] or redis.call('HGET', KEYS[6], 'psid')
+  end
+  if ARGV[24] == '1' then
+    if named ~= ARGV[7] then return 'stale' end
+    if redis.call('EXISTS', KEYS[11]) == 1 then return 'retired' end
+  end
+  if ARGV[15] == '1' then
+    if named and named ~= ARGV[7] then return 'conflict' end
+    will_name[KEYS[6]] = ARGV[7]
+  end
+  if ARGV[1] == 'keep' and not will_exist[KEYS[1]]
+    and redis.call('HEXISTS', KEYS[1], 'record') == 0 and redis.call('HEXISTS', KEYS[1], 'clinical') == 0 then
+    if tonumber(ARGV[14]) == 0 or not redis.call('GET', KEYS[3]) then return 'missing' end
+  end
+  if ARGV[1] == 'put' then will_exist[KEYS[1]] = true end
+  return nil
+end
+local count = tonumber(ARGV[1])
+local items = {}
+for i = 0, count - 1 do
+  local k, a = {}, {}
+  for j = 1, ${COMMIT_KEYS} do k[j] = KEYS[i * ${COMMIT_KEYS} + j] end
+  for j = 1, ${COMMIT_ARGS} do a[j] = ARGV[1 + i * ${COMMIT_ARGS} + j] end
+  items[i + 1] = {k, a}
+end
+local will_exist, will_name = {}, {}
+for i, item in ipairs(items) do
+  local reason = precheck(item[1], item[2], will_exist, will_name)
+  if reason then return {'refused', i, reason} end
+end
+local replies = {}
+for i, item in ipairs(items) do replies[i] = commit_one(item[1], item[2]) end
+return {'done', replies}
 `);
 
 /**
@@ -228,6 +291,14 @@ export interface CommitInput {
    * before the merge retries.
    */
   merge?: { priorPatientServiceId: string; priorExpectedVersion: number; retiredKey?: string };
+  /**
+   * For a known patient whose service id came from the crosswalk cache or a lookup made before
+   * (see `PatientLocator`): the script first checks that the local id's lookup entry (`lookupKey`,
+   * in the patient's slot) still names `patientServiceId` and that it was not retired by a merge
+   * (`retiredKey`, `Crosswalk.retiredKeyOf`); else it writes nothing and answers `stale` or
+   * `retired`. Ignored with `newPatient` (the script checks the entry then).
+   */
+  verify?: { lookupKey: string; retiredKey: string };
 }
 
 export type CommitResult =
@@ -242,7 +313,27 @@ export type CommitResult =
     }
   | { status: 'duplicate'; answer: unknown }
   | { status: 'conflict' }
-  | { status: 'missing' };
+  | { status: 'missing' }
+  /** `verify` failed: the lookup entry no longer names the service id (purged, re-created). */
+  | { status: 'stale' }
+  /** `verify` failed: a merge retired the service id (look the local id up through merges). */
+  | { status: 'retired' };
+
+/** Why {@link UpdateCommitter.commitMany} refused an item (its call wrote nothing). */
+export type RefusedStatus = 'stale' | 'retired' | 'conflict' | 'missing';
+
+/**
+ * One item's answer from {@link UpdateCommitter.commitMany}: as {@link CommitResult}, or
+ * `skipped` when another item of its script call (or an earlier call of its partition) was
+ * refused, so that it was not written.
+ */
+export type ManyCommitResult = CommitResult | { status: 'skipped' };
+
+/**
+ * Items per {@link COMMIT_MANY} call: bounds how long one call holds Redis (each item is about a
+ * dozen commands), while a batch still takes few round trips.
+ */
+export const MAX_ITEMS_PER_SCRIPT = 100;
 
 /**
  * What the commit script reads of a known patient, read in one round trip before the commit: the
@@ -260,6 +351,11 @@ export interface StoredState {
   optedOut: boolean;
   /** Set when a merge retired this patient: updates go to this service id instead. */
   survivor: string | undefined;
+  /**
+   * With a `lookupKey` read along: true when that entry no longer names the patient (purged,
+   * re-created): the service id came from an outdated cache entry, and the rest means nothing.
+   */
+  stale: boolean;
 }
 
 /**
@@ -293,13 +389,19 @@ export function queriesAreFresh(
   return categories.join(',') === state.queriesOpened.categories;
 }
 
-/** Reads a {@link StoredState}: KEYS record, presets, opt-out flag, retired key. */
+/**
+ * Reads a {@link StoredState}: KEYS record, presets, opt-out flag, retired key, and (optional) the
+ * local id's lookup entry, whose service id comes last (false when it has none).
+ */
 const READ_STATE = new LuaScript(`
+local named = false
+if KEYS[5] then named = redis.call('HGET', KEYS[5], 'psid') end
 return {
   redis.call('HMGET', KEYS[1], 'version', 'clinical', 'q_version', 'q_categories'),
   redis.call('HGETALL', KEYS[2]),
   redis.call('EXISTS', KEYS[3]),
-  redis.call('GET', KEYS[4])
+  redis.call('GET', KEYS[4]),
+  named
 }
 `);
 
@@ -395,19 +497,25 @@ export class UpdateCommitter {
    * A script rather than a pipeline: an ioredis pipeline copies every script BullMQ defined on the
    * connection onto itself, which cost more CPU than the reads (measured with the mllp bench).
    */
-  async storedState(patientServiceId: string, retiredKey: string): Promise<StoredState> {
+  async storedState(
+    patientServiceId: string,
+    retiredKey: string,
+    lookupKey?: string,
+  ): Promise<StoredState> {
     const { redis, records, presets } = this.#o;
     const prefix = patientPrefix(this.#o.prefix, patientServiceId);
-    const [fields, flatPresets, optedOut, survivor] = (await READ_STATE.run(
+    const keys = [
+      records.keyOf(patientServiceId),
+      presets.keyOf(patientServiceId),
+      optOutKey(prefix, patientServiceId),
+      retiredKey,
+    ];
+    if (lookupKey !== undefined) keys.push(lookupKey);
+    const [fields, flatPresets, optedOut, survivor, named] = (await READ_STATE.run(
       redis,
-      [
-        records.keyOf(patientServiceId),
-        presets.keyOf(patientServiceId),
-        optOutKey(prefix, patientServiceId),
-        retiredKey,
-      ],
+      keys,
       [],
-    )) as [(string | false)[], string[], number, string | false];
+    )) as [(string | null)[], string[], number, string | null, string | null | undefined];
     const [version, clinical, qVersion, qCategories] = fields.map((v) =>
       typeof v === 'string' ? v : undefined,
     );
@@ -425,6 +533,7 @@ export class UpdateCommitter {
       presets: presetsOf,
       optedOut: optedOut === 1,
       survivor: typeof survivor === 'string' ? survivor : undefined,
+      stale: lookupKey !== undefined && named !== patientServiceId,
     };
   }
 
@@ -476,23 +585,83 @@ export class UpdateCommitter {
   }
 
   async #commit(input: CommitInput, movedPresets: string): Promise<CommitResult> {
-    const { redis, records, presets, idempotency } = this.#o;
+    const { keys, args } = this.#call(input, movedPresets);
+    return this.#result(input, (await COMMIT.run(this.#o.redis, keys, args)) as unknown[]);
+  }
+
+  /**
+   * Commits many JSON record updates (a batch): those of one partition in one script call per
+   * {@link MAX_ITEMS_PER_SCRIPT} items ({@link COMMIT_MANY}), the partitions side by side, each
+   * partition's items in their order. Answers one result per input, in input order; resolves only
+   * once every call has answered (every committed item is durable).
+   *
+   * A call writes nothing when one of its items is refused (see {@link COMMIT_MANY}): those items
+   * answer `stale`, `retired`, `conflict` or `missing`, the others of that call `skipped` (not
+   * written: commit them again), and that partition's later calls are not made (`skipped` too),
+   * so that a patient's updates are never applied out of order. Only JSON records (`put`, `keep`),
+   * without merges.
+   */
+  async commitMany(inputs: readonly CommitInput[]): Promise<ManyCommitResult[]> {
+    const results = new Array<ManyCommitResult>(inputs.length);
+    const byPartition = new Map<string, number[]>();
+    inputs.forEach((input, i) => {
+      if (input.record.kind === 'clinical' || input.merge !== undefined) {
+        throw new TypeError('commitMany takes JSON record updates only (put or keep, no merge)');
+      }
+      const prefix = patientPrefix(this.#o.prefix, input.patientServiceId);
+      const group = byPartition.get(prefix);
+      if (group === undefined) byPartition.set(prefix, [i]);
+      else group.push(i);
+    });
+    await Promise.all(
+      [...byPartition.values()].map(async (indexes) => {
+        for (let from = 0; from < indexes.length; from += MAX_ITEMS_PER_SCRIPT) {
+          const chunk = indexes.slice(from, from + MAX_ITEMS_PER_SCRIPT);
+          const keys: string[] = [];
+          const args: (string | number)[] = [chunk.length];
+          for (const i of chunk) {
+            const call = this.#call(inputs[i] as CommitInput, '');
+            keys.push(...call.keys);
+            args.push(...call.args);
+          }
+          const reply = (await COMMIT_MANY.run(this.#o.redis, keys, args)) as unknown[];
+          if (reply[0] === 'refused') {
+            const refused = chunk[Number(reply[1]) - 1] as number;
+            for (const i of indexes.slice(from)) results[i] = { status: 'skipped' };
+            results[refused] = { status: String(reply[2]) as RefusedStatus };
+            return;
+          }
+          const replies = reply[1] as unknown[][];
+          chunk.forEach((i, j) => {
+            results[i] = this.#result(inputs[i] as CommitInput, replies[j] as unknown[]);
+          });
+        }
+      }),
+    );
+    return results;
+  }
+
+  /** The KEYS and ARGV of {@link COMMIT_BODY} for one commit. */
+  #call(input: CommitInput, movedPresets: string): { keys: string[]; args: (string | number)[] } {
+    const { records, presets, idempotency } = this.#o;
     const psid = input.patientServiceId;
     const prefix = patientPrefix(this.#o.prefix, psid);
     const recordKey = records.keyOf(psid);
     const presetsKey = presets.keyOf(psid);
     const remember = input.remember === true;
+    const verify = input.newPatient === undefined ? input.verify : undefined;
     const keys = [
       recordKey,
       presetsKey,
       remember ? idempotency.keyOf(psid, input.eventId) : recordKey,
       queryOutboxKey(prefix),
       optOutKey(prefix, psid),
-      input.newPatient?.forwardKey ?? recordKey,
+      input.newPatient?.forwardKey ?? verify?.lookupKey ?? recordKey,
       input.newPatient?.reverseKey ?? recordKey,
       input.merge ? presets.keyOf(input.merge.priorPatientServiceId) : presetsKey,
       input.merge ? records.keyOf(input.merge.priorPatientServiceId) : recordKey,
       input.merge?.retiredKey ?? recordKey,
+      verify?.retiredKey ?? recordKey,
     ];
     const write = input.record;
     const args = [
@@ -519,8 +688,14 @@ export class UpdateCommitter {
       input.onlyIfStale === true ? '1' : '0',
       input.merge?.retiredKey === undefined ? '0' : '1',
       movedPresets,
+      verify === undefined ? '0' : '1',
     ];
-    const reply = (await COMMIT.run(redis, keys, args)) as unknown[];
+    return { keys, args };
+  }
+
+  /** One commit's reply as a {@link CommitResult}, counted in the metrics. */
+  #result(input: CommitInput, reply: unknown[]): CommitResult {
+    const psid = input.patientServiceId;
     switch (reply[0]) {
       case 'duplicate':
         return { status: 'duplicate', answer: JSON.parse(String(reply[1])) as unknown };
@@ -528,6 +703,10 @@ export class UpdateCommitter {
         return { status: 'conflict' };
       case 'missing':
         return { status: 'missing' };
+      case 'stale':
+        return { status: 'stale' };
+      case 'retired':
+        return { status: 'retired' };
       case 'unchanged':
         this.#o.onUnchanged?.();
         this.#o.onStored?.();

@@ -97,3 +97,11 @@ export function recordUpdateBodySchema({ tables, identifyingFields }: RecordUpda
 }
 
 export type RecordUpdateBody = z.output<ReturnType<typeof recordUpdateBodySchema>>;
+
+/**
+ * The body of `POST /v1/record-updates/batch` once parsed (a JSON array, or NDJSON's lines): at
+ * least one item, each exactly as the single route's body. The item count is bounded before (413).
+ */
+export function recordUpdateBatchSchema(options: RecordUpdateBodyOptions) {
+  return z.array(recordUpdateBodySchema(options)).min(1, 'a batch holds at least one update');
+}

@@ -102,4 +102,84 @@ describe('privacy of the local patient id, record content and tokens', () => {
       expect(line).not.toContain(TOKEN);
     }
   });
+
+  it('keeps them out of logs and Redis on the batch route too (JSON array and NDJSON)', async () => {
+    const send = (payload: string, type: string) =>
+      h.app.inject({
+        method: 'POST',
+        url: '/v1/record-updates/batch',
+        headers: { ...AUTH, 'content-type': type },
+        payload,
+      });
+    const item = (n: number, extra: object = {}) => ({
+      patient_id: `${MARKER}-${n}`,
+      event_id: `evt-batch-${n}`,
+      source: 'mirth',
+      assembled_patient: record,
+      ...extra,
+    });
+    const answers: string[] = [];
+    const batch = async (payload: string, type = 'application/json') => {
+      const res = await send(payload, type);
+      answers.push(res.body);
+      return res;
+    };
+    const statuses = [
+      (await batch(JSON.stringify([item(1), item(2)]))).statusCode,
+      // A replay: duplicates.
+      (await batch(JSON.stringify([item(1), item(2)]))).statusCode,
+      (
+        await batch(
+          [JSON.stringify(item(3)), JSON.stringify(item(4, { ccsr_categories: ['END005'] }))].join(
+            '\n',
+          ),
+          'application/x-ndjson',
+        )
+      ).statusCode,
+      // Refused whole: markers as values of bad fields, an unknown patient without a record.
+      (
+        await batch(
+          JSON.stringify([
+            item(5),
+            { patient_id: MARKER, occurred_at: RECORD_MARKER },
+            { patient_id: `${MARKER}-6`, ccsr_categories: [RECORD_MARKER] },
+          ]),
+        )
+      ).statusCode,
+      (await batch(JSON.stringify([{ patient_id: `${MARKER}-UNSEEN` }]))).statusCode,
+      // A malformed NDJSON line holding both markers; malformed JSON.
+      (
+        await batch(
+          `${JSON.stringify(item(7))}\n{"patient_id": "${MARKER}", ${RECORD_MARKER}`,
+          'application/x-ndjson',
+        )
+      ).statusCode,
+      (await batch(`[{"patient_id": "${MARKER}", "x": ${RECORD_MARKER}`)).statusCode,
+      (await batch(`${MARKER} ${RECORD_MARKER}`, 'text/plain')).statusCode,
+    ];
+    expect(statuses).toEqual([202, 202, 202, 422, 422, 422, 400, 415]);
+    // The answers name items by index and field, never by a value sent.
+    for (const answer of answers) {
+      expect(answer).not.toContain(MARKER);
+      expect(answer).not.toContain(RECORD_MARKER);
+    }
+
+    const dump = await dumpRedis(h.inspect, h.prefix);
+    expect(dump.size).toBeGreaterThan(5);
+    for (const [key, value] of dump) {
+      for (const secret of [MARKER, RECORD_MARKER]) {
+        expect(key).not.toContain(secret);
+        expect(value, key).not.toContain(secret);
+      }
+    }
+    const routes = h.logLines.map((line) => (JSON.parse(line) as { route?: string }).route);
+    expect(routes.filter((route) => route === '/v1/record-updates/batch')).toHaveLength(
+      statuses.length,
+    );
+    for (const line of h.logLines) {
+      expect(line).not.toContain(MARKER);
+      expect(line).not.toContain(RECORD_MARKER);
+      expect(line).not.toContain(TOKEN);
+    }
+  });
 });

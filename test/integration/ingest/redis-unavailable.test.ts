@@ -53,4 +53,29 @@ describe('Redis unreachable', () => {
     expect503(await update({ patient_id: 'MRN-2', assembled_patient: samplePatient }));
     expect503(await h.app.inject({ method: 'GET', url: '/readyz' }));
   });
+
+  it('answers a batch 503, counting each of its items unavailable', async () => {
+    h = await startHarness({ redisUrl: CLOSED_PORT });
+    const res = await h.app.inject({
+      method: 'POST',
+      url: '/v1/record-updates/batch',
+      headers: JSON_AUTH,
+      payload: [
+        { patient_id: 'MRN-1', source: 'replay', assembled_patient: samplePatient },
+        { patient_id: 'MRN-2', source: 'replay', assembled_patient: samplePatient },
+      ],
+    });
+    expect503(res);
+    const metrics = await h.registry.getSingleMetricAsString('cw_ingest_events_total');
+    expect(metrics).toContain('cw_ingest_events_total{source="replay",outcome="unavailable"} 2');
+  });
+
+  it('names the request in its warning when info lines are off (no child logger per request)', async () => {
+    h = await startHarness({ redisUrl: CLOSED_PORT, logLevel: 'warn' });
+    expect503(await update({ patient_id: 'MRN-1', assembled_patient: samplePatient }));
+    const warnings = h.logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(warnings).toContainEqual(
+      expect.objectContaining({ level: 40, msg: 'redis unavailable', reqId: expect.any(String) }),
+    );
+  });
 });

@@ -27,10 +27,16 @@ export interface HarnessOptions {
   /** `INGEST_TOKENS`; `[]` for none. @defaultValue [TOKEN, OTHER_TOKEN] */
   tokens?: string[];
   bodyLimitBytes?: number;
+  /** `ingest.batch`. @defaultValue the configuration's (1,000 items, 16 MiB) */
+  batch?: { max_items: number; max_bytes: number };
+  /** `ingest.crosswalk_cache.max_entries`. @defaultValue the configuration's */
+  crosswalkCacheEntries?: number;
   /** Let the app build its default registry (default process metrics) instead of passing one. */
   defaultRegistry?: boolean;
   /** Where the app's and the queue's request connections point. @defaultValue the test Redis */
   redisUrl?: string;
+  /** The app logger's level. @defaultValue 'trace' */
+  logLevel?: 'trace' | 'info' | 'warn';
   /** `ADMIN_TOKENS`. @defaultValue none */
   adminTokens?: string[];
 }
@@ -96,6 +102,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     ingest: {
       ...loaded.ingest,
       ...(options.bodyLimitBytes === undefined ? {} : { body_limit_bytes: options.bodyLimitBytes }),
+      ...(options.batch === undefined ? {} : { batch: options.batch }),
+      ...(options.crosswalkCacheEntries === undefined
+        ? {}
+        : { crosswalk_cache: { max_entries: options.crosswalkCacheEntries } }),
     },
     presets: { ...loaded.presets, rules: options.rules ?? [] },
   };
@@ -121,7 +131,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const logLines: string[] = [];
   const logger = createLogger({
     name: 'ingest',
-    level: 'trace',
+    level: options.logLevel ?? 'trace',
     destination: lineCollector(logLines),
   });
 
