@@ -1,18 +1,6 @@
-import {
-  benchPrefix,
-  benchRecord,
-  CATEGORY,
-  forEachLimit,
-  type BenchContext,
-} from '../support/fixtures.ts';
-import { PoolClient } from '../support/http-client.ts';
-import {
-  cliProcess,
-  clearRedis,
-  freePort,
-  processMemory,
-  waitForHttp,
-} from '../support/processes.ts';
+import { benchPrefix, CATEGORY, type BenchContext } from '../support/fixtures.ts';
+import { startIngestChild, updateBodyOf } from '../support/ingest-child.ts';
+import { processMemory } from '../support/processes.ts';
 import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
 import { interleave, rawAddLoop, type RawAddResult } from '../support/raw-bullmq.ts';
 import { MiB, round, summarize, type Summary } from '../support/stats.ts';
@@ -73,35 +61,16 @@ export async function ingestBatchScenario(
   ctx: BenchContext,
   settings: IngestBatchSettings,
 ): Promise<IngestBatchResult> {
-  const prefix = benchPrefix(ctx, 'ingest-batch');
-  const port = await freePort();
-  const proc = cliProcess('ingest (batch)', ['ingest'], {
-    REDIS_URL: ctx.redis.url,
-    REDIS_PREFIX: prefix,
-    INGEST_TOKENS: TOKEN,
-    CROSSWALK_KEY: ctx.secret,
-    INGEST_PORT: String(port),
-    MLLP_PORT: '0',
-    INGEST_HOST: '127.0.0.1',
-    METRICS_PORT: '0',
-    LOG_LEVEL: ctx.logLevel,
+  const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-BATCH-${i}`);
+  const ingest = await startIngestChild(ctx, {
+    name: 'ingest_batch',
+    prefix: benchPrefix(ctx, 'ingest-batch'),
+    token: TOKEN,
+    patients,
   });
-  const removeProc = ctx.cleanup.add('ingest (batch)', () => proc.stop());
-  const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
+  const { proc, client } = ingest;
   try {
-    await waitForHttp(`http://127.0.0.1:${port}/readyz`, proc);
-    ctx.say(`ingest_batch: registering ${settings.patients} presets`);
-    const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-BATCH-${i}`);
-    await forEachLimit(patients, 16, async (id) => {
-      const status = await client.send('PUT', `/v1/patients/${id}/presets/${CATEGORY}`);
-      if (status !== 201 && status !== 200) throw new Error(`preset PUT answered ${status}`);
-    });
-
-    const records = patients.map((_, i) => JSON.stringify(benchRecord(i)));
-    const itemOf = (i: number) => {
-      const p = i % patients.length;
-      return `{"patient_id":"${patients[p]}","event_id":"bench-batch-${i}","changes":["Condition"],"assembled_patient":${records[p]}}`;
-    };
+    const itemOf = updateBodyOf(patients, 'bench-batch');
     let seq = 0;
     const batchBody = () => {
       const items: string[] = [];
@@ -171,9 +140,6 @@ export async function ingestBatchScenario(
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };
   } finally {
-    await client.close();
-    await proc.stop();
-    removeProc();
-    await clearRedis(ctx.redis, prefix);
+    await ingest.close();
   }
 }

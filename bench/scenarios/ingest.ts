@@ -1,20 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  benchPrefix,
-  benchRecord,
-  CATEGORY,
-  forEachLimit,
-  type BenchContext,
-} from '../support/fixtures.ts';
-import { PoolClient } from '../support/http-client.ts';
-import {
-  cliProcess,
-  clearRedis,
-  freePort,
-  processMemory,
-  waitForHttp,
-} from '../support/processes.ts';
+import { benchPrefix, CATEGORY, type BenchContext } from '../support/fixtures.ts';
+import { startIngestChild, updateBodyOf } from '../support/ingest-child.ts';
+import { processMemory } from '../support/processes.ts';
 import { httpFloorLoop, type HttpFloorResult } from '../support/http-floor.ts';
 import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
 import { interleave, rawAddLoop, type RawAddResult } from '../support/raw-bullmq.ts';
@@ -103,36 +91,17 @@ export async function ingestScenario(
   ctx: BenchContext,
   settings: IngestSettings,
 ): Promise<IngestResult> {
-  const prefix = benchPrefix(ctx, 'ingest');
-  const port = await freePort();
-  const proc = cliProcess('ingest', ['ingest'], {
-    REDIS_URL: ctx.redis.url,
-    REDIS_PREFIX: prefix,
-    INGEST_TOKENS: TOKEN,
-    CROSSWALK_KEY: ctx.secret,
-    INGEST_PORT: String(port),
-    MLLP_PORT: '0',
-    INGEST_HOST: '127.0.0.1',
-    METRICS_PORT: '0',
-    LOG_LEVEL: ctx.logLevel,
+  const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-MRN-${i}`);
+  const ingest = await startIngestChild(ctx, {
+    name: 'ingest',
+    prefix: benchPrefix(ctx, 'ingest'),
+    token: TOKEN,
+    patients,
   });
-  const removeProc = ctx.cleanup.add('ingest', () => proc.stop());
-  const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
+  const { proc, client } = ingest;
   try {
-    await waitForHttp(`http://127.0.0.1:${port}/healthz`, proc);
-    ctx.say(`ingest: registering ${settings.patients} presets`);
-    const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-MRN-${i}`);
-    await forEachLimit(patients, 16, async (id) => {
-      const status = await client.send('PUT', `/v1/patients/${id}/presets/${CATEGORY}`);
-      if (status !== 201 && status !== 200) throw new Error(`preset PUT answered ${status}`);
-    });
-
-    const records = patients.map((_, i) => JSON.stringify(benchRecord(i)));
     let seq = 0;
-    const bodyOf = (i: number) => {
-      const p = i % patients.length;
-      return `{"patient_id":"${patients[p]}","event_id":"bench-ev-${i}","changes":["Condition"],"assembled_patient":${records[p]}}`;
-    };
+    const bodyOf = updateBodyOf(patients, 'bench-ev');
     const updateOf = (i: number) => JSON.parse(bodyOf(i)) as object;
     const body = () => bodyOf(seq++);
     const post = () => client.send('POST', '/v1/record-updates', body());
@@ -254,9 +223,6 @@ export async function ingestScenario(
       ingest_rss_mib: rss === undefined ? null : round(rss.rss / MiB, 1),
     };
   } finally {
-    await client.close();
-    await proc.stop();
-    removeProc();
-    await clearRedis(ctx.redis, prefix);
+    await ingest.close();
   }
 }

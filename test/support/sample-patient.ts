@@ -1,4 +1,6 @@
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
+import type { ReportedItem } from '../../src/records/clinical-change.ts';
+import { CODE_SYSTEMS } from '../../src/records/clinical-record.ts';
 
 /** A small, valid, de-identified assembled record (made up; no real patient). */
 export const samplePatient: AssembledPatient = {
@@ -23,3 +25,13 @@ export const samplePatient: AssembledPatient = {
 
 /** A real CCSR v2023.1 category that fits the sample (diabetes without complication). */
 export const SAMPLE_CATEGORY = 'END002';
+
+/** An HL7 v2 DG1 diagnosis (ICD-10-CM `code`) as the clinical record keeps it. */
+export const sampleDiagnosis = (code: string, status = 'active'): ReportedItem => ({
+  key: `hl7:dg1:icd10cm:${code}`,
+  kind: 'condition',
+  codings: [{ system: CODE_SYSTEMS.icd10cm, code }],
+  status,
+  problemList: false,
+  source: 'hl7v2',
+});

@@ -27,23 +27,38 @@ export const MAX_METADATA_DEPTH = 8;
 export const MAX_RECORD_DEPTH = 16;
 
 /**
- * Paths (below `metadata`) of every identifying key, at any depth. Iterative: the caller has
- * bounded the depth already, and even so no input can exhaust the call stack.
+ * Paths (below `metadata`) of every identifying key, at any depth: at each object its identifying
+ * keys (last first), then its other members in order, depth first. Recursive, and only ever called
+ * once the depth is known to be bounded (see `MAX_METADATA_DEPTH`); a path is built only for a key
+ * found.
  */
 function identifyingKeys(value: unknown, fields: ReadonlySet<string>): JsonPath[] {
   const found: JsonPath[] = [];
-  const stack: { value: unknown; at: JsonPath }[] = [{ value, at: [] }];
-  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const { value: current, at } = next;
-    if (typeof current !== 'object' || current === null) continue;
-    const entries: [string | number, unknown][] = Array.isArray(current)
-      ? current.map((item, i) => [i, item])
-      : Object.entries(current);
-    for (const [key, inner] of entries.reverse()) {
-      if (typeof key === 'string' && fields.has(key.toLowerCase())) found.push([...at, key]);
-      else stack.push({ value: inner, at: [...at, key] });
+  const at: JsonPath = [];
+  const walk = (current: unknown): void => {
+    if (typeof current !== 'object' || current === null) return;
+    if (Array.isArray(current)) {
+      for (let i = 0; i < current.length; i++) {
+        at.push(i);
+        walk(current[i]);
+        at.pop();
+      }
+      return;
     }
-  }
+    const keys = Object.keys(current);
+    const identifying = keys.map((key) => fields.has(key.toLowerCase()));
+    for (let i = keys.length - 1; i >= 0; i--) {
+      if (identifying[i] === true) found.push([...at, keys[i] as string]);
+    }
+    for (let i = 0; i < keys.length; i++) {
+      if (identifying[i] === true) continue;
+      const key = keys[i] as string;
+      at.push(key);
+      walk((current as Record<string, unknown>)[key]);
+      at.pop();
+    }
+  };
+  walk(value);
   return found;
 }
 

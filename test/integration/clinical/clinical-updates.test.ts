@@ -7,15 +7,9 @@ import { CODE_SYSTEMS } from '../../../src/records/clinical-record.ts';
 import type { RecordStore } from '../../../src/records/record-store.ts';
 import { dueQueries, ingestStack } from '../../support/ingest-stack.ts';
 import { isolatedRedis } from '../../support/redis.ts';
+import { sampleDiagnosis } from '../../support/sample-patient.ts';
 
-const diagnosis = (code: string, status = 'active'): ReportedItem => ({
-  key: `hl7:dg1:icd10cm:${code}`,
-  kind: 'condition',
-  codings: [{ system: CODE_SYSTEMS.icd10cm, code }],
-  status,
-  problemList: false,
-  source: 'hl7v2',
-});
+const diagnosis = sampleDiagnosis;
 
 describe('ClinicalUpdates (real Redis)', () => {
   let env: Awaited<ReturnType<typeof isolatedRedis>>;

@@ -7,6 +7,7 @@ import {
   AUTH,
   JSON_AUTH,
   dumpRedis,
+  metricValue,
   startHarness,
   type Harness,
 } from './support/ingest-harness.ts';
@@ -36,15 +37,8 @@ const recordAged = (age: number) => ({
   demographics: { ...samplePatient.demographics, age },
 });
 
-async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
-  const metric = await h.registry.getSingleMetricAsString(name);
-  const selector = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .join(',');
-  const series = selector === '' ? `${name} ` : `${name}{${selector}}`;
-  const line = metric.split('\n').find((l) => l.startsWith(series));
-  return line === undefined ? 0 : Number(line.split(' ').at(-1));
-}
+const counterValue = (name: string, labels: Record<string, string>) =>
+  metricValue(h.registry, name, labels);
 
 describe('POST /v1/record-updates/batch, accepted', () => {
   beforeEach(async () => {
@@ -371,6 +365,14 @@ describe('the crosswalk cache stays correct when another process changes the cro
       payload: body as object,
     });
 
+  /** Sends one update through `route`; answers its status and the service id it went to. */
+  async function sendVia(route: 'single' | 'batch', update: object) {
+    const res = route === 'single' ? await single(update) : await postBatch([update]);
+    const answer = res.json();
+    const psid = (route === 'single' ? answer : answer.results?.[0])?.patient_service_id;
+    return { status: res.statusCode, psid: psid as string };
+  }
+
   it.each(['single', 'batch'] as const)(
     'sends a purged patient to a new service id, never to the purged one (%s route)',
     async (route) => {
@@ -380,13 +382,11 @@ describe('the crosswalk cache stays correct when another process changes the cro
       await h.admin.purge('MRN-P', { actor: 'test' });
       expect(await h.records.version(purged)).toBe(0);
 
-      const update = { patient_id: 'MRN-P', assembled_patient: recordAged(66) };
-      const res = route === 'single' ? await single(update) : await postBatch([update]);
-      expect(res.statusCode).toBe(202);
-      const psid =
-        route === 'single'
-          ? res.json().patient_service_id
-          : res.json().results[0].patient_service_id;
+      const { status, psid } = await sendVia(route, {
+        patient_id: 'MRN-P',
+        assembled_patient: recordAged(66),
+      });
+      expect(status).toBe(202);
       expect(psid).not.toBe(purged);
       expect(await h.crosswalk.find('MRN-P')).toBe(psid);
       // Nothing of the purged patient came back.
@@ -422,13 +422,11 @@ describe('the crosswalk cache stays correct when another process changes the cro
       });
       await other.merge({ survivingLocalId: 'MRN-NEW', priorLocalId: 'MRN-OLD', eventId: 'a40' });
 
-      const update = { patient_id: 'MRN-OLD', assembled_patient: recordAged(71) };
-      const res = route === 'single' ? await single(update) : await postBatch([update]);
-      expect(res.statusCode).toBe(202);
-      const psid =
-        route === 'single'
-          ? res.json().patient_service_id
-          : res.json().results[0].patient_service_id;
+      const { status, psid } = await sendVia(route, {
+        patient_id: 'MRN-OLD',
+        assembled_patient: recordAged(71),
+      });
+      expect(status).toBe(202);
       expect(psid).toBe(survivor);
       expect((await h.records.get(survivor))?.record?.demographics.age).toBe(71);
       // The retired patient got no record back.

@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AUTH, JSON_AUTH, startHarness, type Harness } from './support/ingest-harness.ts';
+import {
+  AUTH,
+  JSON_AUTH,
+  metricValue,
+  startHarness,
+  type Harness,
+} from './support/ingest-harness.ts';
 import { samplePatient } from '../../support/sample-patient.ts';
 import {
   MAX_METADATA_DEPTH,
@@ -26,15 +32,8 @@ async function dueCount(): Promise<number> {
   return (await h.due()).length;
 }
 
-async function counterValue(name: string, labels: Record<string, string>): Promise<number> {
-  const metric = await h.registry.getSingleMetricAsString(name);
-  const selector = Object.entries(labels)
-    .map(([k, v]) => `${k}="${v}"`)
-    .join(',');
-  const series = selector === '' ? `${name} ` : `${name}{${selector}}`;
-  const line = metric.split('\n').find((l) => l.startsWith(series));
-  return line === undefined ? 0 : Number(line.split(' ').at(-1));
-}
+const counterValue = (name: string, labels: Record<string, string>) =>
+  metricValue(h.registry, name, labels);
 
 describe('POST /v1/record-updates, accepted', () => {
   beforeEach(async () => {

@@ -2,21 +2,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acceptRecordUpdate } from '../../../src/ingest/accept-record-update.ts';
 import { ClinicalUpdates } from '../../../src/ingest/clinical-updates.ts';
 import { PatientLocator } from '../../../src/ingest/patient-locator.ts';
-import type { ReportedItem } from '../../../src/records/clinical-change.ts';
-import { CODE_SYSTEMS } from '../../../src/records/clinical-record.ts';
 import { FaultyRedis } from '../../support/faulty-redis.ts';
 import { ingestStack } from '../../support/ingest-stack.ts';
 import { isolatedRedis } from '../../support/redis.ts';
-import { samplePatient } from '../../support/sample-patient.ts';
-
-const diagnosis = (code: string): ReportedItem => ({
-  key: `hl7:dg1:icd10cm:${code}`,
-  kind: 'condition',
-  codings: [{ system: CODE_SYSTEMS.icd10cm, code }],
-  status: 'active',
-  problemList: false,
-  source: 'hl7v2',
-});
+import { sampleDiagnosis as diagnosis, samplePatient } from '../../support/sample-patient.ts';
 
 /**
  * How many Redis commands (each one sequential round trip) an update costs, counted on the

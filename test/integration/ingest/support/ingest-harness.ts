@@ -196,3 +196,18 @@ export async function dumpRedis(redis: RedisClient, prefix: string): Promise<Map
   }
   return out;
 }
+
+/** The value of one series of a counter (0 when it has none yet). */
+export async function metricValue(
+  registry: Registry,
+  name: string,
+  labels: Record<string, string>,
+): Promise<number> {
+  const metric = await registry.getSingleMetricAsString(name);
+  const selector = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(',');
+  const series = selector === '' ? `${name} ` : `${name}{${selector}}`;
+  const line = metric.split('\n').find((l) => l.startsWith(series));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}

@@ -1,0 +1,70 @@
+import { benchRecord, CATEGORY, forEachLimit, type BenchContext } from './fixtures.ts';
+import { PoolClient } from './http-client.ts';
+import { cliProcess, clearRedis, freePort, waitForHttp, type ChildProc } from './processes.ts';
+
+/** A `concordance-worker ingest` child of a scenario, with a client holding its token. */
+export interface IngestChild {
+  proc: ChildProc;
+  client: PoolClient;
+  /** Stops the child and its client, and deletes the keys under the scenario's prefix. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts `concordance-worker ingest` (no MLLP, no health port) under `prefix`, waits for its
+ * `/readyz` (the routes answer 503 until Redis is reached), and registers the preset
+ * {@link CATEGORY} for each of `patients`, so that each of their updates opens or joins a query.
+ */
+export async function startIngestChild(
+  ctx: BenchContext,
+  options: { name: string; prefix: string; token: string; patients: readonly string[] },
+): Promise<IngestChild> {
+  const { name, prefix, token, patients } = options;
+  const port = await freePort();
+  const proc = cliProcess(name, ['ingest'], {
+    REDIS_URL: ctx.redis.url,
+    REDIS_PREFIX: prefix,
+    INGEST_TOKENS: token,
+    CROSSWALK_KEY: ctx.secret,
+    INGEST_PORT: String(port),
+    MLLP_PORT: '0',
+    INGEST_HOST: '127.0.0.1',
+    METRICS_PORT: '0',
+    LOG_LEVEL: ctx.logLevel,
+  });
+  const remove = ctx.cleanup.add(name, () => proc.stop());
+  const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${token}` });
+  const close = async () => {
+    await client.close();
+    await proc.stop();
+    remove();
+    await clearRedis(ctx.redis, prefix);
+  };
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/readyz`, proc);
+    ctx.say(`${name}: registering ${patients.length} presets`);
+    await forEachLimit(patients, 16, async (id) => {
+      const status = await client.send('PUT', `/v1/patients/${id}/presets/${CATEGORY}`);
+      if (status !== 201 && status !== 200) throw new Error(`preset PUT answered ${status}`);
+    });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { proc, client, close };
+}
+
+/**
+ * The JSON text of the `i`-th record update of a scenario: patient `i mod n` with its ~1 KB record
+ * (`benchRecord`), a new `event_id` (`<eventPrefix>-<i>`) and `changes: ["Condition"]`.
+ */
+export function updateBodyOf(
+  patients: readonly string[],
+  eventPrefix: string,
+): (i: number) => string {
+  const records = patients.map((_, i) => JSON.stringify(benchRecord(i)));
+  return (i) => {
+    const p = i % patients.length;
+    return `{"patient_id":"${patients[p]}","event_id":"${eventPrefix}-${i}","changes":["Condition"],"assembled_patient":${records[p]}}`;
+  };
+}
