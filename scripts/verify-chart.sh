@@ -101,12 +101,9 @@ must_fail lint 'a secret in the config file' 'config.service: Must not validate'
   --set config.service.api_key=in-a-file
 # The templates' own checks (helm lint only logs a template's fail, so render).
 must_fail template 'both KEDA and the HPA' 'enable keda or hpa, not both' \
-  --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.hpa.enabled=true \
-  --set worker.autoscaling.keda.redis.address=redis:6379
-must_fail template 'the KEDA redis trigger without an address' 'keda.redis.address' \
-  --set worker.autoscaling.keda.enabled=true
-must_fail template 'KEDA on partitioned queues without their names' 'list every partition' \
-  --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.keda.redis.address=r:6379 \
-  --set redis.partitions=4
+  --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.hpa.enabled=true
+# The KEDA redis-list trigger of 0.1 read a BullMQ list the queries no longer wait in.
+must_fail lint 'the KEDA redis trigger of 0.1' 'worker.autoscaling.keda.trigger' \
+  --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.keda.trigger=redis
 
 echo "verify-chart: OK"
