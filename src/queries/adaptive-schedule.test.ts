@@ -91,13 +91,17 @@ describe('adaptiveDelayMs', () => {
     expect(adaptiveDelayMs(3, 11_000, narrow, SCHEDULE, most)).toBe(1_000);
   });
 
-  it('past the range waits a quarter of the elapsed time, capped at maxDelayMs', () => {
-    expect(adaptiveDelayMs(9, 80_000, profile, SCHEDULE, never)).toBe(20_000);
-    expect(adaptiveDelayMs(9, 80_000, profile, SCHEDULE, most)).toBe(16_000);
-    expect(adaptiveDelayMs(9, 119_000, profile, SCHEDULE, never)).toBe(29_750);
+  it("past the range waits twice the range's end cadence, then a quarter of the time past it, capped at maxDelayMs", () => {
+    // The range's cadence at its end: a sixth of 30 s.
+    expect(adaptiveDelayMs(9, 71_000, profile, SCHEDULE, never)).toBe(10_000);
+    expect(adaptiveDelayMs(9, 80_000, profile, SCHEDULE, never)).toBe(10_000);
+    expect(adaptiveDelayMs(9, 80_000, profile, SCHEDULE, most)).toBe(8_000);
+    expect(adaptiveDelayMs(9, 119_000, profile, SCHEDULE, never)).toBe(12_250);
     expect(adaptiveDelayMs(9, 200_000, profile, SCHEDULE, never)).toBe(30_000);
+    // A range narrower than firstDelayMs: its cadence is firstDelayMs (1 s), twice that past it.
     const fast = { low: 100, high: 200, samples: 5 };
-    expect(adaptiveDelayMs(9, 1_000, fast, SCHEDULE, most)).toBe(1_000);
+    expect(adaptiveDelayMs(9, 1_000, fast, SCHEDULE, most)).toBe(1_600);
+    expect(adaptiveDelayMs(9, 1_000, fast, SCHEDULE, never)).toBe(2_000);
   });
 
   it('is at least firstDelayMs, and never later than the low quantile before it', () => {

@@ -63,11 +63,13 @@ export function adaptiveDelayMs(
   const minStep = options.firstDelayMs;
   const early = (ms: number) => Math.max(minStep, Math.round(ms * (1 - options.jitter * random())));
   if (elapsedMs < profile.low) return early(profile.low - elapsedMs);
-  if (elapsedMs <= profile.high) {
-    const step = Math.min(0.1 * elapsedMs, (profile.high - profile.low) / 6);
-    return early(Math.max(minStep, step));
-  }
-  return Math.min(options.maxDelayMs, early(Math.max(minStep, 0.25 * elapsedMs)));
+  const rangeStep = (elapsed: number) =>
+    Math.max(minStep, Math.min(0.1 * elapsed, (profile.high - profile.low) / 6));
+  if (elapsedMs <= profile.high) return early(rangeStep(elapsedMs));
+  // Past the range: twice the range's end cadence first (the slowest usual jobs are found soon),
+  // then a quarter of the time past it (a job that hangs is polled ever more rarely), capped.
+  const past = Math.max(2 * rangeStep(profile.high), 0.25 * (elapsedMs - profile.high));
+  return Math.min(options.maxDelayMs, early(past));
 }
 
 /**
