@@ -15,8 +15,11 @@ import {
 } from '../support/scenario.ts';
 import { jsonUpdate } from '../support/updates.ts';
 
-/** Keys BullMQ's workers rewrite while idle (stalled-job checks, metrics): not data. */
-const HOUSEKEEPING = /:(stalled-check|metrics|events|meta)$/;
+/**
+ * Keys rewritten while idle, not data: BullMQ's workers' (stalled-job checks, metrics) and the
+ * query workers' presence heartbeat (`qworkers`).
+ */
+const HOUSEKEEPING = /:(stalled-check|metrics|events|meta|qworkers)$/;
 
 /** Every data key with a hash of its DUMP, to tell whether anything changed. */
 async function snapshot(admin: Redis): Promise<Map<string, string>> {
