@@ -1,5 +1,5 @@
 import { benchPrefix, CATEGORY, type BenchContext } from '../support/fixtures.ts';
-import { startIngestChild, updateBodyOf } from '../support/ingest-child.ts';
+import { ingestChildSetup, startIngestChild, updateBodyOf } from '../support/ingest-child.ts';
 import { processMemory } from '../support/processes.ts';
 import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
 import { interleave, rawAddLoop, type RawAddResult } from '../support/raw-bullmq.ts';
@@ -61,14 +61,13 @@ export async function ingestBatchScenario(
   ctx: BenchContext,
   settings: IngestBatchSettings,
 ): Promise<IngestBatchResult> {
-  const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-BATCH-${i}`);
   const ingest = await startIngestChild(ctx, {
     name: 'ingest_batch',
-    prefix: benchPrefix(ctx, 'ingest-batch'),
     token: TOKEN,
-    patients,
+    idPrefix: 'BENCH-BATCH',
+    count: settings.patients,
   });
-  const { proc, client } = ingest;
+  const { patients, proc, client } = ingest;
   try {
     const itemOf = updateBodyOf(patients, 'bench-batch');
     let seq = 0;
@@ -113,13 +112,13 @@ export async function ingestBatchScenario(
     return {
       settings: {
         ...settings,
-        setup:
-          'one `concordance-worker ingest` child process (LOG_LEVEL ' +
-          ctx.logLevel +
-          '); load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
-          `JSON arrays of ${settings.batchSize} updates, ${settings.concurrency} requests in flight; ` +
-          `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, ` +
-          'a new event_id and changes [Condition]; no worker running',
+        setup: ingestChildSetup(
+          ctx,
+          'load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
+            `JSON arrays of ${settings.batchSize} updates, ${settings.concurrency} requests in flight; ` +
+            `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, ` +
+            'a new event_id and changes [Condition]; no worker running',
+        ),
       },
       batch: {
         updates_per_s: updatesPerS,

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { benchPrefix, CATEGORY, type BenchContext } from '../support/fixtures.ts';
-import { startIngestChild, updateBodyOf } from '../support/ingest-child.ts';
+import { ingestChildSetup, startIngestChild, updateBodyOf } from '../support/ingest-child.ts';
 import { processMemory } from '../support/processes.ts';
 import { httpFloorLoop, type HttpFloorResult } from '../support/http-floor.ts';
 import { closedLoopOf, perItem, type ClosedLoopTotals } from '../support/closed-loop.ts';
@@ -91,14 +91,13 @@ export async function ingestScenario(
   ctx: BenchContext,
   settings: IngestSettings,
 ): Promise<IngestResult> {
-  const patients = Array.from({ length: settings.patients }, (_, i) => `BENCH-MRN-${i}`);
   const ingest = await startIngestChild(ctx, {
     name: 'ingest',
-    prefix: benchPrefix(ctx, 'ingest'),
     token: TOKEN,
-    patients,
+    idPrefix: 'BENCH-MRN',
+    count: settings.patients,
   });
-  const { proc, client } = ingest;
+  const { patients, proc, client } = ingest;
   try {
     let seq = 0;
     const bodyOf = updateBodyOf(patients, 'bench-ev');
@@ -182,12 +181,12 @@ export async function ingestScenario(
     return {
       settings: {
         ...settings,
-        setup:
-          'one `concordance-worker ingest` child process (LOG_LEVEL ' +
-          ctx.logLevel +
-          '); load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
-          `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, a new event_id ` +
-          'and changes [Condition]: it stores the record, checks idempotency and schedules/joins the patient query; no worker running',
+        setup: ingestChildSetup(
+          ctx,
+          'load from the bench process over an undici Pool (keep-alive) (same 2-core machine); ' +
+            `${settings.patients} patients with preset ${CATEGORY}; each update carries a ~1 KB assembled_patient, a new event_id ` +
+            'and changes [Condition]: it stores the record, checks idempotency and schedules/joins the patient query; no worker running',
+        ),
         latency_measured_from:
           'open loop: the scheduled send time (so a stalled generator or server counts against latency); closed loop: the actual send time',
       },

@@ -3,6 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { benchPrefix, CATEGORY, forEachLimit, type BenchContext } from '../support/fixtures.ts';
 import { KeepAliveClient } from '../support/http-client.ts';
+import { ingestChildSetup } from '../support/ingest-child.ts';
 import {
   cliProcess,
   clearRedis,
@@ -184,12 +185,12 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
     return {
       settings: {
         ...settings,
-        setup:
-          'one `concordance-worker ingest` child process (LOG_LEVEL ' +
-          ctx.logLevel +
-          `); ${settings.connections} MLLP connections from the bench process (same 2-core machine), ` +
-          'each sending an ADT^A08 (MSH-18 8859/1, PID, PV1, two DG1 in ICD-10-CM) and waiting for its ACK; ' +
-          `${settings.patients} patients with preset ${CATEGORY}; no worker running`,
+        setup: ingestChildSetup(
+          ctx,
+          `${settings.connections} MLLP connections from the bench process (same 2-core machine), ` +
+            'each sending an ADT^A08 (MSH-18 8859/1, PID, PV1, two DG1 in ICD-10-CM) and waiting for its ACK; ' +
+            `${settings.patients} patients with preset ${CATEGORY}; no worker running`,
+        ),
       },
       mllp_messages_per_s: round((measured.acks.AA ?? 0) / measured.elapsed, 0),
       answered: measured.latencies.length,

@@ -1,9 +1,11 @@
-import { benchRecord, CATEGORY, forEachLimit, type BenchContext } from './fixtures.ts';
+import { benchPrefix, benchRecord, CATEGORY, forEachLimit, type BenchContext } from './fixtures.ts';
 import { PoolClient } from './http-client.ts';
 import { cliProcess, clearRedis, freePort, waitForHttp, type ChildProc } from './processes.ts';
 
 /** A `concordance-worker ingest` child of a scenario, with a client holding its token. */
 export interface IngestChild {
+  /** The local ids of the scenario's patients, each with the preset {@link CATEGORY}. */
+  patients: string[];
   proc: ChildProc;
   client: PoolClient;
   /** Stops the child and its client, and deletes the keys under the scenario's prefix. */
@@ -11,15 +13,18 @@ export interface IngestChild {
 }
 
 /**
- * Starts `concordance-worker ingest` (no MLLP, no health port) under `prefix`, waits for its
- * `/readyz` (the routes answer 503 until Redis is reached), and registers the preset
- * {@link CATEGORY} for each of `patients`, so that each of their updates opens or joins a query.
+ * Starts `concordance-worker ingest` (no MLLP, no health port) under the scenario's own prefix,
+ * waits for its `/readyz` (the routes answer 503 until Redis is reached), and registers the preset
+ * {@link CATEGORY} for each of `count` patients (`<idPrefix>-<i>`), so that each of their updates
+ * opens or joins a query.
  */
 export async function startIngestChild(
   ctx: BenchContext,
-  options: { name: string; prefix: string; token: string; patients: readonly string[] },
+  options: { name: string; token: string; idPrefix: string; count: number },
 ): Promise<IngestChild> {
-  const { name, prefix, token, patients } = options;
+  const { name, token } = options;
+  const prefix = benchPrefix(ctx, name.replaceAll('_', '-'));
+  const patients = Array.from({ length: options.count }, (_, i) => `${options.idPrefix}-${i}`);
   const port = await freePort();
   const proc = cliProcess(name, ['ingest'], {
     REDIS_URL: ctx.redis.url,
@@ -51,13 +56,18 @@ export async function startIngestChild(
     await close();
     throw error;
   }
-  return { proc, client, close };
+  return { patients, proc, client, close };
 }
 
 /**
  * The JSON text of the `i`-th record update of a scenario: patient `i mod n` with its ~1 KB record
  * (`benchRecord`), a new `event_id` (`<eventPrefix>-<i>`) and `changes: ["Condition"]`.
  */
+/** The `setup` text of a scenario that loads one ingest child: the child, then `load`. */
+export function ingestChildSetup(ctx: BenchContext, load: string): string {
+  return `one \`concordance-worker ingest\` child process (LOG_LEVEL ${ctx.logLevel}); ${load}`;
+}
+
 export function updateBodyOf(
   patients: readonly string[],
   eventPrefix: string,
