@@ -26,7 +26,6 @@ import type { KeySpace } from '../src/queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
 import type { RedisClient } from '../src/queues/redis-client.ts';
 import { assemblePatient } from '../src/records/assemble-patient.ts';
-import { emptyClinicalRecord } from '../src/records/clinical-record.ts';
 import { DemographicsWait } from '../src/records/demographics-wait.ts';
 import { knownIdentifiers } from '../src/records/known-identifiers.ts';
 import { prepareForService } from '../src/records/prepare-for-service.ts';
@@ -185,13 +184,12 @@ export async function initConcordanceQueries(
         const stored = records.opened(psid, query.record);
         const localId = crosswalk.openLocalId(psid, query.sealedLocalId);
         if (stored === undefined || localId === undefined) return { kind: 'missing' };
-        if (stored.record === undefined && stored.clinical === undefined)
-          return { kind: 'missing' };
+        const { record, clinical } = stored;
         // A record sent as JSON takes precedence; otherwise the feeds' record is assembled now.
-        const assembled =
-          stored.record ??
-          assemblePatient(stored.clinical ?? emptyClinicalRecord(), { now: new Date(now()) });
-        if (stored.clinical !== undefined && stored.record === undefined) {
+        let assembled = record;
+        if (assembled === undefined) {
+          if (clinical === undefined) return { kind: 'missing' };
+          assembled = assemblePatient(clinical, { now: new Date(now()) });
           await demographics.release(psid, query.ccsrCategory);
         }
         const payload = await prepareForService(assembled, {

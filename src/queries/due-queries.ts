@@ -45,6 +45,10 @@ export interface ClaimedQuery extends DueQuery {
   sealedLocalId: string | null;
 }
 
+/** What {@link DueQueries.begin} finds for a submission about to be sent. */
+export type BeginAnswer =
+  { state: 'new' | 'interrupted' } | { state: 'stored'; remote: PolledRemoteJob };
+
 /** What happens to a claimed query, written back by {@link DueQueries.apply}. */
 export type DueWrite =
   /** Ended (or superseded, stale): forgotten. */
@@ -229,18 +233,14 @@ export class DueQueries {
    * Marks the submissions of `queries` begun (one script for the batch); see {@link BEGIN}.
    * Answers in the same order.
    */
-  async begin(
-    queries: readonly { member: string; resubmits: number }[],
-  ): Promise<({ state: 'new' | 'interrupted' } | { state: 'stored'; remote: PolledRemoteJob })[]> {
+  async begin(queries: readonly { member: string; resubmits: number }[]): Promise<BeginAnswer[]> {
     if (queries.length === 0) return [];
     const flat = (await BEGIN.run(
       this.#o.redis,
       [this.key],
       [this.#o.prefix, JSON.stringify(queries.map((q) => ({ m: q.member, n: q.resubmits })))],
     )) as string[];
-    const answers: (
-      { state: 'new' | 'interrupted' } | { state: 'stored'; remote: PolledRemoteJob }
-    )[] = [];
+    const answers: BeginAnswer[] = [];
     for (let i = 0; i < flat.length; i += 2) {
       const state = flat[i];
       answers.push(

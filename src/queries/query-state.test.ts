@@ -88,26 +88,4 @@ describe('QueryState (real Redis)', () => {
     await state.markSubmitted('p', 'END002', 1, remote('j1b', 1), 0); // a resubmission of the older one
     expect(await state.isSuperseded('p', 'END002', 2)).toBe(false);
   });
-
-  it('hands a stored remote job to a resumed submission instead of a second POST', async () => {
-    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
-    await state.markSubmitted('p', 'END002', 1, remote('j1'), 0);
-    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({
-      stored: remote('j1'),
-      interrupted: false,
-    });
-    // A resubmission (the remote job was lost) does not take the lost job back.
-    expect(await state.beginSubmission('p', 'END002', 1, 1)).toEqual({ interrupted: false });
-  });
-
-  it('tells a submission that an earlier attempt was sent but never answered', async () => {
-    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
-    // The worker died during the POST: the next attempt finds the attempt begun, not stored.
-    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: true });
-    // An attempt that got an answer creating nothing is abandoned: the next one is not suspect.
-    await state.abandonSubmission('p', 'END002', 1);
-    expect(await state.beginSubmission('p', 'END002', 1, 0)).toEqual({ interrupted: false });
-    await state.finish('p', 'END002', 1);
-    expect(await env.redis.hkeys(`${env.prefix}:qs:p:END002`)).not.toContain('s:1');
-  });
 });

@@ -2,7 +2,15 @@ import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { pollSetKey, type PolledRemoteJob } from './poll-set.ts';
-import { outboxMember, queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from './query-outbox.ts';
+import {
+  outboxMember,
+  queryOutboxKey,
+  queryStateKey,
+  SCHEDULE_QUERY_LUA,
+  type Triggers,
+} from './query-outbox.ts';
+
+export type { Triggers };
 
 /** One record update that asked for a query. */
 export interface Trigger {
@@ -10,9 +18,6 @@ export interface Trigger {
   /** When the update was accepted (ISO 8601). */
   at: string;
 }
-
-import type { Triggers } from './query-outbox.ts';
-export type { Triggers };
 
 /** How many event ids a query remembers; a burst of thousands keeps only the newest. */
 export const MAX_TRIGGER_IDS = 100;
@@ -54,23 +59,6 @@ redis.call('HDEL', KEYS[1], 's:' .. ARGV[1], 'l:' .. ARGV[1], 'f:' .. ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
 redis.call('ZREM', KEYS[3], ARGV[4])
 return current
-`);
-
-/**
- * Before a submission of query ARGV[1] (its ARGV[2]-th resubmission) is sent: the remote job an
- * earlier attempt already stored, if any, else marks the attempt begun and says whether an earlier
- * attempt had begun without storing its answer (its worker died during the POST).
- */
-const BEGIN_SUBMISSION = new LuaScript(`
-local remote = redis.call('HGET', KEYS[1], 'r:' .. ARGV[1])
-if remote then
-  local job = cjson.decode(remote)
-  if tostring(job.resubmits) == ARGV[2] then return {remote, 0} end
-end
-local begun = redis.call('HGET', KEYS[1], 's:' .. ARGV[1])
-redis.call('HSET', KEYS[1], 's:' .. ARGV[1], ARGV[2])
-if begun == ARGV[2] then return {false, 1} end
-return {false, 0}
 `);
 
 /** The remote job of a submitted query, as stored by {@link QueryState.markSubmitted}. */
@@ -139,33 +127,6 @@ export class QueryState {
       [seq],
     )) as string | null;
     return claimed === null ? undefined : (JSON.parse(claimed) as Triggers);
-  }
-
-  /**
-   * Before sending a submission: the remote job an earlier attempt of this (re)submission already
-   * stored (resume polling it: never submit twice), and whether an earlier attempt was sent but
-   * its answer never stored (a possible duplicate).
-   */
-  async beginSubmission(
-    patientServiceId: string,
-    category: string,
-    seq: number,
-    resubmits: number,
-  ): Promise<{ stored?: RemoteJob; interrupted: boolean }> {
-    const [stored, interrupted] = (await BEGIN_SUBMISSION.run(
-      this.#redis,
-      [this.#key(patientServiceId, category)],
-      [seq, resubmits],
-    )) as [string | null, number];
-    return {
-      ...(stored === null ? {} : { stored: JSON.parse(stored) as RemoteJob }),
-      interrupted: interrupted === 1,
-    };
-  }
-
-  /** A submission attempt ended with an answer that created no job: it is no longer under way. */
-  async abandonSubmission(patientServiceId: string, category: string, seq: number): Promise<void> {
-    await this.#redis.hdel(this.#key(patientServiceId, category), `s:${seq}`);
   }
 
   /**

@@ -87,6 +87,18 @@ function dataOf(query: ClaimedQuery, extra: Partial<QueryJobData> = {}): QueryJo
   };
 }
 
+/** Ends `query` with `decision`: its event (if any) to deliver, its claim to forget. */
+function endQuery(
+  ended: Ended[],
+  writes: DueWrite[],
+  query: ClaimedQuery,
+  decision: EndDecision | ForgetDecision,
+  extra: Partial<QueryJobData> = {},
+): void {
+  ended.push({ query, data: dataOf(query, extra), decision });
+  writes.push({ kind: 'end', query });
+}
+
 /** An end `failed` with `code`. */
 function failedWith(code: ResultErrorCode, message: string): EndDecision {
   return { kind: 'end', outcome: 'failed', countAs: 'failed', failure: { code, message } };
@@ -147,10 +159,8 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
     const ended: Ended[] = [];
     const writes: DueWrite[] = [];
     const toSend: { query: ClaimedQuery; payload: AssembledPatient; recordVersion: number }[] = [];
-    const end = (query: ClaimedQuery, decision: EndDecision | ForgetDecision, extra = {}) => {
-      ended.push({ query, data: dataOf(query, extra), decision });
-      writes.push({ kind: 'end', query });
-    };
+    const end = (query: ClaimedQuery, decision: EndDecision | ForgetDecision) =>
+      endQuery(ended, writes, query, decision);
     await Promise.all(
       claimed.map(async (query) => {
         // What ends a query without sending it comes first (a superseded query ends without an
@@ -259,20 +269,14 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
         'query ended on an unexpected error',
       );
       const internal = `the query ended on an internal error (${e.name})`;
-      ended.push({
-        query,
-        data: dataOf(query, extra),
-        decision: failedWith('ERR_QUERY_INTERNAL', internal),
-      });
-      writes.push({ kind: 'end', query });
+      endQuery(ended, writes, query, failedWith('ERR_QUERY_INTERNAL', internal), extra);
       return;
     }
     const decision = decideSubmitFailure(failure, query.failures + 1, rules, now);
     const answered = failure.kind !== 'birth_date_missing' && failure.kind !== 'refused';
     switch (decision.kind) {
       case 'end':
-        ended.push({ query, data: dataOf(query, extra), decision });
-        writes.push({ kind: 'end', query });
+        endQuery(ended, writes, query, decision, extra);
         return;
       case 'hold':
         if (decision.reason === 'auth_refused') await ports.pauseForAuth();
@@ -300,15 +304,15 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
           return;
         }
         const expired = `no birth date arrived within ${this.#o.demographicsWaitS} s; not sent`;
-        ended.push({
+        endQuery(
+          ended,
+          writes,
           query,
-          data: dataOf(query, extra),
-          decision:
-            wait.kind === 'replaced'
-              ? { kind: 'forget', countAs: 'superseded' }
-              : failedWith('ERR_RECORD_WAITING_EXPIRED', expired),
-        });
-        writes.push({ kind: 'end', query });
+          wait.kind === 'replaced'
+            ? { kind: 'forget', countAs: 'superseded' }
+            : failedWith('ERR_RECORD_WAITING_EXPIRED', expired),
+          extra,
+        );
         return;
       }
     }
