@@ -5,29 +5,45 @@
  *
  *   node bench/purge-cost.ts [N]      (N = 10000 by default)
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
-import { Crosswalk } from '../src/identity/crosswalk.ts';
+import { App } from '../src/app/compose-app.ts';
+import { loadConfig } from '../src/config/load-config.ts';
+import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
 import { createLogger } from '../src/observability/logger.ts';
-import { PatientAdmin } from '../src/privacy/patient-admin.ts';
-import { QueueJobEraser } from '../src/privacy/queue-job-eraser.ts';
 import { scanKeys } from '../src/privacy/redis-keys.ts';
-import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
 
 const others = Number(process.argv[2] ?? 10_000);
 const prefix = `{cwbench-purge-${randomUUID()}}`;
 const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
   maxRetriesPerRequest: null,
 });
-const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
-const queries = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
-const outbound = new Queue('concordance-results', { connection: redis, prefix });
+// The stores and the purge as `ingest` builds them, with the outbound queue on.
+const config = loadConfig({
+  env: {
+    REDIS_PREFIX: prefix,
+    CROSSWALK_KEY: generateCrosswalkSecret(),
+    OUTBOUND_KEY: randomBytes(32).toString('base64'),
+  },
+});
+const app = App.compose(
+  {
+    ...config,
+    delivery: {
+      ...config.delivery,
+      outbound_queue: { ...config.delivery.outbound_queue, enabled: true },
+    },
+  },
+  createLogger({ name: 'bench', level: 'silent' }),
+  { redis },
+);
+const queries = app.queriesQueue(redis);
+const outbound = new Queue(app.config.delivery.outbound_queue.name, { connection: redis, prefix });
+const patientAdmin = app.patientAdmin([queries]);
 
 try {
-  const crosswalk = new Crosswalk({ redis, prefix, keys });
-  const { patientServiceId: target } = await crosswalk.resolve('MRN-BENCH');
+  const { patientServiceId: target } = await app.crosswalk.resolve('MRN-BENCH');
   for (let start = 0; start < others; start += 1_000) {
     const pipeline = redis.pipeline();
     const batch = Array.from({ length: Math.min(1_000, others - start) }, () => randomUUID());
@@ -50,14 +66,7 @@ try {
   await queries.add('query', {}, { jobId: `q-${target}-END002-1`, delay: 600_000 });
   await outbound.add('event', { patient_service_id: target });
   await redis.set(`${prefix}:idem:${randomUUID()}`, JSON.stringify({ patient_service_id: target }));
-  const admin = new PatientAdmin({
-    redis,
-    prefix,
-    keys,
-    queue: queries,
-    logger: createLogger({ name: 'bench', level: 'silent' }),
-    erasers: [new QueueJobEraser('outbound_events', outbound, redis)],
-  });
+  const { admin } = patientAdmin;
   const keysUnderPrefix = (await scanKeys(redis, `${prefix}*`)).length;
   const started = performance.now();
   const report = await admin.purge('MRN-BENCH', { actor: 'cli:bench' });
@@ -68,6 +77,7 @@ try {
 } finally {
   const left = await scanKeys(redis, `${prefix}*`);
   for (let i = 0; i < left.length; i += 1_000) await redis.unlink(...left.slice(i, i + 1_000));
+  await patientAdmin.close();
   await queries.close();
   await outbound.close();
   await redis.quit();

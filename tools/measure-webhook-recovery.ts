@@ -13,11 +13,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config/load-config.ts';
-import { createDeliveryRouter } from '../src/delivery/create-delivery-router.ts';
-import { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
-import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
+import { App } from '../src/app/compose-app.ts';
+import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
 import { workerConnection } from '../src/queues/redis-connections.ts';
-import { initWebhookDeliveries } from '../workers/webhook-deliveries.ts';
 import { startWebhookReceiver } from './webhook-receiver.ts';
 
 const outageS = Number(process.argv[2] ?? 60);
@@ -29,7 +27,15 @@ const KEYS = 10;
 const secret = `whsec_${randomBytes(24).toString('base64')}`;
 let down = true;
 const receiver = await startWebhookReceiver({ secret, respond: () => (down ? 503 : 204) });
-const base = loadConfig({ env: { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret } });
+const prefix = `{cwmeasure-${randomUUID()}}`;
+const base = loadConfig({
+  env: {
+    WEBHOOK_URL: receiver.url,
+    WEBHOOK_SECRET: secret,
+    REDIS_PREFIX: prefix,
+    CROSSWALK_KEY: generateCrosswalkSecret(),
+  },
+});
 const config = {
   ...base,
   delivery: {
@@ -37,21 +43,12 @@ const config = {
     webhook: { ...base.delivery.webhook, probe_interval_ms: probeMs },
   },
 };
-const prefix = `{cwmeasure-${randomUUID()}}`;
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
-const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
-const logger = pino({ level: 'silent' });
-const routing = createDeliveryRouter({ config, connection: redis, prefix, keys, logger });
+// The delivery side as `work` builds it.
+const app = App.compose(config, pino({ level: 'silent' }), { redis });
+const routing = app.deliveryRouter(redis);
 const connection = workerConnection(redisUrl, 'cw-measure-recovery');
-const deadLetters = new DeadLetterStore({ redis, prefix, keys });
-const webhook = await initWebhookDeliveries({
-  config,
-  connection,
-  prefix,
-  keys,
-  logger,
-  deadLetters,
-});
+const webhook = await app.webhookDeliveries(connection, 0);
 
 const ids: string[] = [];
 for (let i = 0; i < EVENTS; i++) {

@@ -9,6 +9,7 @@ import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import type { ResultSink } from '../delivery/result-sink.ts';
+import { patientAdminFor } from './patient-admin-for.ts';
 import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import { buildIngestApp, type IngestDeps } from '../ingest/build-ingest-app.ts';
@@ -242,6 +243,21 @@ export class App {
       locator,
     });
     return { committer, terminology, locator, updates };
+  }
+
+  /**
+   * Purge and opt-out (`ADMIN_TOKENS`), erasing every store patientAdminFor lists; `queues` are
+   * the query queues of every partition ({@link App.queriesQueues}). `close()` closes what it
+   * opened.
+   */
+  patientAdmin(queues: readonly Queue[]): ReturnType<typeof patientAdminFor> {
+    return patientAdminFor({
+      config: this.config,
+      redis: this.redis,
+      keys: this.keys,
+      logger: this.logger,
+      queues,
+    });
   }
 
   /** The ingest HTTP app on the app's stores (see buildIngestApp). */

@@ -2,7 +2,6 @@ import type { Config } from '../config/config-schema.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { App, crosswalkKeysFrom } from '../app/compose-app.ts';
-import { patientAdminFor } from '../app/patient-admin-for.ts';
 import {
   queueConnectionFor,
   redisAnswers,
@@ -60,7 +59,7 @@ export async function runIngest(
   let serving = false;
   const parts = app.ingestParts();
   // Purge and opt-out (ADMIN_TOKENS); the stores a purge erases are listed in patientAdminFor.
-  const patientAdmin = patientAdminFor({ config, redis, keys, logger, queues });
+  const patientAdmin = app.patientAdmin(queues);
   const admin = patientAdmin.admin;
   const { updates } = parts;
   const ingestApp = await app.ingestApp({ ...parts, admin, isReady: () => serving });

@@ -39,7 +39,10 @@ export async function dueQueries(redis: RedisClient, prefix: string): Promise<Du
 
 /**
  * The domain pieces an ingest app stands on, on the test's connection and prefix, with a fresh
- * crosswalk key, and the committer that applies each message in one script.
+ * crosswalk key, and the committer that applies each message in one script: for the tests of
+ * those pieces themselves (the committer, ClinicalUpdates, round trips, the purge's erasers).
+ * Tests of the ingest app build it with the composition root (src/app/compose-app.ts), as the
+ * harnesses of test/integration/{ingest,hl7v2,fhir}/support do.
  */
 export function ingestStack(options: {
   redis: RedisClient;

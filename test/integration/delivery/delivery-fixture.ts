@@ -3,10 +3,8 @@ import type { RedisClient } from '../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../src/config/load-config.ts';
-import {
-  createDeliveryRouter,
-  type DeliveryRouting,
-} from '../../../src/delivery/create-delivery-router.ts';
+import { App } from '../../../src/app/compose-app.ts';
+import type { DeliveryRouting } from '../../../src/delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { WebhookChannel } from '../../../src/delivery/webhook-channel.ts';
@@ -15,9 +13,8 @@ import {
   generateCrosswalkSecret,
   type CrosswalkKeys,
 } from '../../../src/identity/crosswalk-keys.ts';
-import { PipelineMetrics } from '../../../src/observability/pipeline-metrics.ts';
+import type { PipelineMetrics } from '../../../src/observability/pipeline-metrics.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
-import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
 import { captureLogs, type LogCapture } from '../../support/log-capture.ts';
 import { newOutboundKey } from '../../support/outbound.ts';
 import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
@@ -97,6 +94,8 @@ export function makeEvent(overrides: Partial<ResultEvent> = {}): ResultEvent {
  * detection), and one or more webhook workers, with logs and metrics captured.
  */
 export class DeliveryFixture {
+  /** The composition root the router and the webhook workers come from. */
+  readonly app: App;
   readonly secret: string;
   readonly receiver: WebhookReceiver;
   readonly config: Config;
@@ -113,13 +112,13 @@ export class DeliveryFixture {
   readonly #closers: (() => Promise<unknown>)[];
 
   private constructor(parts: {
+    app: App;
     secret: string;
     receiver: WebhookReceiver;
     config: Config;
     redis: RedisClient;
     prefix: string;
     logs: LogCapture;
-    registry: Registry;
     routing: DeliveryRouting;
     deadLetters: DeadLetterStore;
     keys: CrosswalkKeys;
@@ -127,6 +126,7 @@ export class DeliveryFixture {
     closers: (() => Promise<unknown>)[];
   }) {
     this.keys = parts.keys;
+    this.app = parts.app;
     this.crosswalkSecret = parts.crosswalkSecret;
     this.secret = parts.secret;
     this.receiver = parts.receiver;
@@ -134,8 +134,8 @@ export class DeliveryFixture {
     this.redis = parts.redis;
     this.prefix = parts.prefix;
     this.logs = parts.logs;
-    this.registry = parts.registry;
-    this.metrics = new PipelineMetrics(parts.registry);
+    this.registry = parts.app.metrics;
+    this.metrics = parts.app.pipelineMetrics;
     this.routing = parts.routing;
     this.deadLetters = parts.deadLetters;
     this.#closers = parts.closers;
@@ -155,27 +155,24 @@ export class DeliveryFixture {
     const isolated = await isolatedRedis();
     const { redis, prefix } = isolated;
     const logs = captureLogs();
-    const registry = new Registry();
-    const metrics = new PipelineMetrics(registry);
     const crosswalkSecret = generateCrosswalkSecret();
     const keys = deriveCrosswalkKeys(crosswalkSecret);
-    const routing = createDeliveryRouter({
-      config,
-      connection: redis,
-      prefix,
+    // The delivery side as `work` builds it, under the test's own prefix.
+    const app = App.compose({ ...config, redis: { ...config.redis, prefix } }, logs.logger, {
+      redis,
       keys,
-      logger: logs.logger,
-      metrics,
+      registry: new Registry(),
     });
+    const routing = app.deliveryRouter(redis);
     const deadLetters = new DeadLetterStore({ redis, prefix, keys });
     const fixture = new DeliveryFixture({
+      app,
       secret,
       receiver,
-      config,
+      config: app.config,
       redis,
       prefix,
       logs,
-      registry,
       routing,
       deadLetters,
       keys,
@@ -189,15 +186,7 @@ export class DeliveryFixture {
   /** A webhook worker on its own connection, as a separate worker process would have. */
   async startWorker(): Promise<void> {
     const connection = workerConnection(testRedisUrl(), 'test-webhook-worker');
-    const { worker, queue } = await initWebhookDeliveries({
-      config: this.config,
-      connection,
-      prefix: this.prefix,
-      keys: this.keys,
-      logger: this.logs.logger,
-      metrics: this.metrics,
-      deadLetters: this.deadLetters,
-    });
+    const { worker, queue } = await this.app.webhookDeliveries(connection, 0, this.logs.logger);
     this.#closers.unshift(async () => {
       await worker.close();
       await queue.close();

@@ -1,8 +1,7 @@
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ClinicalUpdates } from '../../../src/ingest/clinical-updates.ts';
-import { UpdateCommitter } from '../../../src/ingest/update-committer.ts';
-import { PresetStore } from '../../../src/presets/preset-store.ts';
+import { App } from '../../../src/app/compose-app.ts';
+import { createLogger } from '../../../src/observability/logger.ts';
 import {
   AUTH,
   JSON_AUTH,
@@ -406,20 +405,10 @@ describe('the crosswalk cache stays correct when another process changes the cro
         await single({ patient_id: 'MRN-NEW', assembled_patient: samplePatient })
       ).json().patient_service_id as string;
       // An HL7 merge (A40) by another ingest process: its own connection, ClinicalUpdates, cache.
-      const presets = new PresetStore({ redis: h.inspect, prefix: h.prefix });
-      const other = new ClinicalUpdates({
-        crosswalk: h.crosswalk,
-        records: h.records,
-        committer: UpdateCommitter.fromConfig({
-          config: h.config,
-          redis: h.inspect,
-          records: h.records,
-          presets,
-          registry: new Registry(),
-        }),
-        rules: [],
-        problemList: { enabled: false, categories: 'all' },
-      });
+      const other = App.compose(h.config, createLogger({ name: 'other-ingest', level: 'silent' }), {
+        redis: h.inspect,
+        registry: new Registry(),
+      }).ingestParts().updates;
       await other.merge({ survivingLocalId: 'MRN-NEW', priorLocalId: 'MRN-OLD', eventId: 'a40' });
 
       const { status, psid } = await sendVia(route, {

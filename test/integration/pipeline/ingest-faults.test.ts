@@ -2,17 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { App } from '../../../src/app/compose-app.ts';
 import type { Config } from '../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../src/config/load-config.ts';
 import { deriveCrosswalkKeys } from '../../../src/identity/crosswalk-keys.ts';
-import { Crosswalk } from '../../../src/identity/crosswalk.ts';
-import { buildIngestApp } from '../../../src/ingest/build-ingest-app.ts';
-import { ClinicalUpdates } from '../../../src/ingest/clinical-updates.ts';
 import { startMllpServer, type MllpServer } from '../../../src/ingest/hl7v2/mllp-server.ts';
-import { UpdateCommitter } from '../../../src/ingest/update-committer.ts';
-import { PresetStore } from '../../../src/presets/preset-store.ts';
 import { requestConnection } from '../../../src/queues/redis-connections.ts';
-import { RecordStore } from '../../../src/records/record-store.ts';
 import { eventually } from '../../support/eventually.ts';
 import { FaultyRedis, type FaultMode } from '../../support/faulty-redis.ts';
 import {
@@ -88,7 +83,7 @@ function bundle(localId: string) {
 describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () => {
   let harness: PipelineHarness;
   let faulty: FaultyRedis;
-  let app: Awaited<ReturnType<typeof buildIngestApp>>;
+  let app: Awaited<ReturnType<App['ingestApp']>>;
   let mllp: MllpServer;
   let send: Send;
 
@@ -114,20 +109,18 @@ describe('a Redis failure between any two ingest steps (JSON, MLLP, FHIR)', () =
     connection.on('error', () => undefined);
     if (connection.status !== 'ready') await once(connection, 'ready');
     faulty = new FaultyRedis(connection);
-    const redis = faulty.client;
-    const keys = deriveCrosswalkKeys(harness.secret);
-    const { partitions } = harness;
-    const crosswalk = new Crosswalk({ redis, prefix: partitions, keys });
-    const records = new RecordStore({ redis, prefix: partitions, keys });
-    const presets = new PresetStore({ redis, prefix: partitions });
-    const registry = new Registry();
-    const committer = UpdateCommitter.fromConfig({ config, redis, records, presets, registry });
-    const deps = { config, redis, crosswalk, records, presets, committer };
-    app = await buildIngestApp({ ...deps, logger: harness.logs.logger, metrics: { registry } });
+    // The app as `ingest` builds it, on the faulty connection and the harness's crosswalk key.
+    const composed = App.compose(config, harness.logs.logger, {
+      redis: faulty.client,
+      keys: deriveCrosswalkKeys(harness.secret),
+      registry: new Registry(),
+    });
+    const parts = composed.ingestParts();
+    app = await composed.ingestApp(parts);
     mllp = await startMllpServer({
       config: config.hl7v2,
-      updates: ClinicalUpdates.fromDeps(deps),
-      registry,
+      updates: parts.updates,
+      registry: composed.metrics,
       logger: harness.logs.logger,
       port: 0,
       host: '127.0.0.1',

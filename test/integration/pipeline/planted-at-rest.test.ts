@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.ts';
-import { createDeliveryRouter } from '../../../src/delivery/create-delivery-router.ts';
+import { Registry } from 'prom-client';
+import { App } from '../../../src/app/compose-app.ts';
 import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
 import { deriveCrosswalkKeys } from '../../../src/identity/crosswalk-keys.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
-import { initWebhookDeliveries } from '../../../workers/webhook-deliveries.ts';
 import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
 import { testRedisEndpoint } from '../../support/redis.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
@@ -54,28 +54,21 @@ describe('nothing identifying at rest', () => {
       },
     };
     const keys = deriveCrosswalkKeys(h.secret);
-    const routing = createDeliveryRouter({
-      config,
-      connection: h.redis,
-      prefix: h.partitions,
+    // The delivery side as `work` builds it, with this test's webhook.
+    const app = App.compose(config, h.logs.logger, {
+      redis: h.redis,
       keys,
-      logger: h.logs.logger,
+      registry: new Registry(),
     });
+    const routing = app.deliveryRouter(h.redis);
     closers.push(() => routing.close());
     const connection = workerConnection(testRedisEndpoint(), 'test-planted-webhook');
     // One webhook worker and dead-letter store per partition (one without partitions).
     const deadLetters = h.partitions.prefixes.map(
       (prefix) => new DeadLetterStore({ redis: h.redis, prefix, keys }),
     );
-    for (const [p, prefix] of h.partitions.prefixes.entries()) {
-      const webhook = await initWebhookDeliveries({
-        config,
-        connection,
-        prefix,
-        keys,
-        logger: h.logs.logger,
-        deadLetters: deadLetters[p] as DeadLetterStore,
-      });
+    for (const p of h.partitions.prefixes.keys()) {
+      const webhook = await app.webhookDeliveries(connection, p);
       closers.unshift(async () => {
         await webhook.worker.close();
         await webhook.queue.close();

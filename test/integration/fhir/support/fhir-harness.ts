@@ -1,22 +1,19 @@
 import { once } from 'node:events';
 import { Writable } from 'node:stream';
-import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
-import { ProblemTerminology } from '../../../../src/terminology/problem-terminology.ts';
-import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
-import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
-import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
+import type { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
+import { App } from '../../../../src/app/compose-app.ts';
+import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
 import { LocalFhirServer } from './local-fhir-server.ts';
-import { ingestStack } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'fhir-ingest-test-token-0123456789';
 export const FHIR_TOKEN = 'fhir-server-token-abcdef';
@@ -45,8 +42,9 @@ export interface FhirHarness {
 const ignore = (): void => undefined;
 
 /**
- * The real ingest app (real ClinicalUpdates, stores, queue) on the test's own Redis prefix, with
- * `fhir.base_url` pointing at a {@link LocalFhirServer} on a real socket.
+ * The ingest app built by the composition root as `ingest` builds it, on the test's own Redis
+ * prefix with a fresh crosswalk key, with `fhir.base_url` pointing at a {@link LocalFhirServer}
+ * on a real socket.
  */
 export async function startFhirHarness(
   options: {
@@ -74,6 +72,7 @@ export async function startFhirHarness(
       LOG_LEVEL: 'trace',
       ...(options.fhirBaseUrl === null ? {} : { FHIR_BASE_URL: fhir.baseUrl }),
       FHIR_TOKEN: options.fhirToken ?? FHIR_TOKEN,
+      CROSSWALK_KEY: generateCrosswalkSecret(),
     },
   });
   const config: Config = {
@@ -83,6 +82,10 @@ export async function startFhirHarness(
       patient_identifier_system: options.patientIdentifierSystem ?? null,
       rest_hooks: options.restHooks ?? [],
     },
+    // Without `terminology`, no source: problems are taken as coded.
+    ...(options.terminology === true
+      ? {}
+      : { terminology: { ...loaded.terminology, sources: [] } }),
   };
   const url = options.redisUrl ?? testRedisUrl();
   const redis = requestConnection(url, 'fhir-test');
@@ -93,11 +96,6 @@ export async function startFhirHarness(
   }
 
   const prefix = config.redis.prefix;
-  const { keys, crosswalk, records, presets, committer } = ingestStack({
-    redis,
-    prefix,
-    debounceMs: config.queries.debounce_ms,
-  });
   const registry = new Registry();
   const logLines: string[] = [];
   const logger = createLogger({
@@ -110,23 +108,16 @@ export async function startFhirHarness(
       },
     }),
   });
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
-  queue.on('error', ignore);
-  if (reachable) await queue.waitUntilReady();
-  const admin =
-    options.admin === false ? undefined : new PatientAdmin({ redis, prefix, keys, queue, logger });
-  const app = await buildIngestApp({
-    ...(options.terminology === true
-      ? { terminology: ProblemTerminology.fromConfig({ config, redis, registry }) }
-      : {}),
-    config,
-    redis,
-    crosswalk,
-    records,
-    presets,
-    committer,
-    logger,
-    metrics: { registry },
+  // Built as `ingest` builds it (src/runtime/run-ingest.ts), on the test's connection.
+  const composed = App.compose(config, logger, { redis, registry });
+  const { crosswalk, records } = composed;
+  const queues = composed.queriesQueues(redis);
+  for (const queue of queues) queue.on('error', ignore);
+  if (reachable) await Promise.all(queues.map((q) => q.waitUntilReady()));
+  const patientAdmin = options.admin === false ? undefined : composed.patientAdmin(queues);
+  const admin = patientAdmin?.admin;
+  const app = await composed.ingestApp({
+    ...composed.ingestParts(),
     ...(admin === undefined ? {} : { admin }),
   });
   await app.ready();
@@ -156,7 +147,8 @@ export async function startFhirHarness(
     },
     async close() {
       await app.close();
-      await queue.close();
+      await patientAdmin?.close();
+      await Promise.all(queues.map((queue) => queue.close()));
       await fhir.close();
       redis.disconnect();
       await env.cleanup();

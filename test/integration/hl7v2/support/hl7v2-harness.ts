@@ -1,25 +1,21 @@
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
-import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
-import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
-import { ClinicalUpdates } from '../../../../src/ingest/clinical-updates.ts';
-import { ProblemTerminology } from '../../../../src/terminology/problem-terminology.ts';
 import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
-import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
-import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
+import type { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
+import { App } from '../../../../src/app/compose-app.ts';
+import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
 import { PUBLIC_FIXTURES } from '../../../support/public-fixtures.ts';
-import { ingestStack } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'hl7v2-test-token-0123456789';
 export const FIXTURE_DIR = `${PUBLIC_FIXTURES}hl7v2/`;
@@ -80,11 +76,19 @@ export interface HarnessOptions {
   terminology?: boolean;
 }
 
-/** The real ClinicalUpdates on real Redis (test prefix), the MLLP server on a free port, the app. */
+/**
+ * The ingest built by the composition root as `ingest` builds it, on real Redis (test prefix) with
+ * a fresh crosswalk key: the MLLP server on a free port and the HTTP app.
+ */
 export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<Hl7v2Harness> {
   const env = await isolatedRedis();
   const loaded = loadConfig({
-    env: { INGEST_TOKENS: TOKEN, REDIS_PREFIX: env.prefix, LOG_LEVEL: 'trace' },
+    env: {
+      INGEST_TOKENS: TOKEN,
+      REDIS_PREFIX: env.prefix,
+      LOG_LEVEL: 'trace',
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+    },
   });
   const config: Config = {
     ...loaded,
@@ -93,6 +97,10 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
       ...options.hl7v2,
       mllp: { ...loaded.hl7v2.mllp, host: '127.0.0.1', ...options.mllp },
     },
+    // Without `terminology`, no source: problems are taken as coded.
+    ...(options.terminology === true
+      ? {}
+      : { terminology: { ...loaded.terminology, sources: [] } }),
   };
   const url =
     options.redisDown === true
@@ -104,50 +112,27 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     if (redis.status !== 'ready') await once(redis, 'ready');
   }
   const prefix = env.prefix;
-  const { crosswalk, records, presets, committer, keys } = ingestStack({
-    redis,
-    prefix,
-    debounceMs: config.queries.debounce_ms,
-  });
   const registry = new Registry();
-  const terminology =
-    options.terminology === true
-      ? ProblemTerminology.fromConfig({ config, redis, registry })
-      : undefined;
-  const updates = new ClinicalUpdates({
-    crosswalk,
-    records,
-    committer,
-    ...(terminology === undefined ? {} : { terminology }),
-    rules: config.presets.rules,
-    problemList: config.presets.from_problem_list,
-  });
   const logs = captureLogs('trace');
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
-  queue.on('error', ignore);
+  // Built as `ingest` builds it (src/runtime/run-ingest.ts), on the test's connection.
+  const composed = App.compose(config, logs.logger, { redis, registry });
+  const { crosswalk, records } = composed;
+  const queues = composed.queriesQueues(redis);
+  for (const queue of queues) queue.on('error', ignore);
   // Opening the queue writes its meta key: done before the test takes its first look at Redis.
-  if (options.redisDown !== true) await queue.waitUntilReady();
-  const admin = new PatientAdmin({ redis, prefix, keys, queue, logger: logs.logger });
+  if (options.redisDown !== true) await Promise.all(queues.map((q) => q.waitUntilReady()));
+  const patientAdmin = composed.patientAdmin(queues);
+  const { admin } = patientAdmin;
+  const parts = composed.ingestParts();
   const mllp = await startMllpServer({
     config: config.hl7v2,
-    updates,
+    updates: parts.updates,
     patients: admin,
     registry,
     logger: logs.logger,
     port: 0,
   });
-  const app = await buildIngestApp({
-    ...(terminology === undefined ? {} : { terminology }),
-    config,
-    redis,
-    crosswalk,
-    records,
-    presets,
-    committer,
-    admin,
-    logger: logs.logger,
-    metrics: { registry },
-  });
+  const app = await composed.ingestApp({ ...parts, admin });
   await app.ready();
   return {
     config,
@@ -167,7 +152,8 @@ export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<H
     async close() {
       await mllp.close();
       await app.close();
-      await queue.close();
+      await patientAdmin.close();
+      await Promise.all(queues.map((queue) => queue.close()));
       redis.disconnect();
       await env.cleanup();
     },

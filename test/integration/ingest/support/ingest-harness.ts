@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { Queue } from 'bullmq';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../../../../src/queues/redis-client.ts';
@@ -7,15 +6,15 @@ import { Registry } from 'prom-client';
 import type { Config, PresetRule } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
-import { buildIngestApp } from '../../../../src/ingest/build-ingest-app.ts';
+import { App } from '../../../../src/app/compose-app.ts';
+import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import { createLogger } from '../../../../src/observability/logger.ts';
-import { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
+import type { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
 import type { PresetStore } from '../../../../src/presets/preset-store.ts';
-import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
-import { dueQueries, ingestStack, type DueEntry } from '../../../support/ingest-stack.ts';
+import { dueQueries, type DueEntry } from '../../../support/ingest-stack.ts';
 
 export const TOKEN = 'ingest-test-token-0123456789';
 export const OTHER_TOKEN = 'ingest-other-token-0123456789';
@@ -83,8 +82,9 @@ function lineCollector(lines: string[]): Writable {
 }
 
 /**
- * The ingest app wired as the runtime wires it, on real Redis under the test's own prefix: real
- * crosswalk, record store, presets and the committer that writes record and queries in one script.
+ * The ingest app built by the composition root as `ingest` builds it, on real Redis under the
+ * test's own prefix and a fresh crosswalk key: real crosswalk, record store, presets, the
+ * committer that writes record and queries in one script, and the patient admin.
  */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const env = await isolatedRedis();
@@ -95,6 +95,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ADMIN_TOKENS: (options.adminTokens ?? []).join(','),
       REDIS_PREFIX: env.prefix,
       LOG_LEVEL: 'trace',
+      CROSSWALK_KEY: generateCrosswalkSecret(),
     },
   });
   const config: Config = {
@@ -122,35 +123,25 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
 
   const prefix = config.redis.prefix;
   const registry = new Registry();
-  const { keys, crosswalk, records, presets, committer } = ingestStack({
-    redis,
-    prefix,
-    debounceMs: config.queries.debounce_ms,
-    registry,
-  });
   const logLines: string[] = [];
   const logger = createLogger({
     name: 'ingest',
     level: options.logLevel ?? 'trace',
     destination: lineCollector(logLines),
   });
-
-  // The query queue, as the purge sees it (the workers' jobs of the patient are removed).
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection: redis, prefix });
-  queue.on('error', ignore);
-  if (options.redisUrl === undefined) await queue.waitUntilReady();
-  const admin = new PatientAdmin({ redis, prefix, keys, queue, logger });
-  const app = await buildIngestApp({
-    config,
+  // Built as `ingest` builds it (src/runtime/run-ingest.ts), on the test's connection.
+  const composed = App.compose(config, logger, {
     redis,
-    crosswalk,
-    records,
-    presets,
-    committer,
-    logger,
-    admin,
-    ...(options.defaultRegistry === true ? {} : { metrics: { registry } }),
+    ...(options.defaultRegistry === true ? {} : { registry }),
   });
+  // The query queues, as the purge sees them (the workers' jobs of the patient are removed).
+  const queues = composed.queriesQueues(redis);
+  for (const queue of queues) queue.on('error', ignore);
+  if (options.redisUrl === undefined) await Promise.all(queues.map((q) => q.waitUntilReady()));
+  const patientAdmin = composed.patientAdmin(queues);
+  const { admin } = patientAdmin;
+  const { crosswalk, records, presets } = composed;
+  const app = await composed.ingestApp({ ...composed.ingestParts(), admin });
   await app.ready();
   const baseline = new Set(await env.redis.keys(`${prefix}*`));
 
@@ -164,7 +155,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     records,
     presets,
     admin,
-    registry,
+    registry: composed.metrics,
     logLines,
     due: () => dueQueries(env.redis, prefix),
     async newKeys() {
@@ -173,7 +164,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async close() {
       await app.close();
       redis.disconnect();
-      await queue.close().catch(ignore);
+      await patientAdmin.close().catch(ignore);
+      await Promise.all(queues.map((queue) => queue.close().catch(ignore)));
       await env.cleanup();
     },
   };
