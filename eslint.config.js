@@ -233,4 +233,13 @@ export default tseslint.config(
     },
   },
   ...layerRules,
+  {
+    // bin/check-node.cjs runs on any Node.js, so it is CommonJS with old syntax on purpose.
+    files: ['**/*.cjs'],
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { require: 'readonly', module: 'writable', __dirname: 'readonly' },
+    },
+    rules: { '@typescript-eslint/no-require-imports': 'off', 'no-var': 'off' },
+  },
 );

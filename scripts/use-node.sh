@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Source this file: it makes sure a Node.js >= 22 is first on PATH.
-# If the system node is older, Node 24 LTS is installed from the npm registry
+# Source this file: it makes sure a Node.js as new as package.json's engines.node is first on PATH.
+# If the system node is older (or absent), Node 24 LTS is installed from the npm registry
 # into a cache directory (no root needed) and put first on PATH.
 # Usage: source scripts/use-node.sh
-cw_node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
-if [ "$(cw_node_major)" -lt 22 ]; then
+CW_CHECK_NODE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/check-node.cjs"
+if ! node "$CW_CHECK_NODE" >/dev/null 2>&1; then
   CW_NODE_CACHE="${CW_NODE_CACHE:-$HOME/.cache/node24}"
   CW_NODE_BIN="$CW_NODE_CACHE/node_modules/node/bin"
   if [ ! -x "$CW_NODE_BIN/node" ]; then
