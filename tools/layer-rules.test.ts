@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 import { beforeAll, describe, expect, it } from 'vitest';
 
-// The layer order, restated here from the README ("Layout") so that the test checks
+// The layer order, restated here from docs/architecture.md ("Layout") so that the test checks
 // eslint.config.js against the rule it is meant to enforce, not against itself. Highest first.
 const ENTRY = ['src/cli', 'src/runtime'];
 const APP = ['src/app'];

@@ -17,7 +17,7 @@ export interface ServiceRequest {
   body: unknown;
 }
 
-/** The figures every scenario prints (see the README, "Chaos suite"). */
+/** The figures every scenario prints (see docs/development.md, "The chaos suite"). */
 export interface Figures {
   /** Updates the sender had to deliver (each must be acknowledged and reflected in a result). */
   sent: number;

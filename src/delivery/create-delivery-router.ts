@@ -67,7 +67,7 @@ export function createDeliveryRouter({
     channels.push(
       new OutboundQueueChannel({
         connection,
-        // One queue for the hospital's consumers, whatever the partitions (README, "Scale out").
+        // One queue for the hospital's consumers, whatever the partitions (docs/deployment.md, "Scale out").
         prefix: basePrefix(prefix),
         name: outbound.name,
         retention: outbound.retention,

@@ -116,7 +116,7 @@ function opens(keys: CrosswalkKeys, sealed: string, context: string): Buffer | u
  * Re-seals everything sealed with an old `CROSSWALK_KEY` and/or `OUTBOUND_KEY` under the new one,
  * item by item: each item is checked first (already new: skipped), and written in one step that
  * only applies if it did not change meanwhile. So a run can be interrupted and simply run again,
- * and a second run changes nothing. Run it with the pipeline stopped (see the README).
+ * and a second run changes nothing. Run it with the pipeline stopped (see docs/security-and-privacy.md, key rotation).
  */
 export async function rotateKeys(options: RotateKeysOptions): Promise<RotationReport> {
   const report: RotationReport = {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 
 /**
  * The AssembledPatient. The interface shows none of its fields; this is the shape the real service
- * documents publicly (`{nodes, relationships, demographics}`), see the README.
+ * documents publicly (`{nodes, relationships, demographics}`), see docs/interface-choices.md.
  */
 export const NODE_TYPES = [
   'condition',

@@ -142,7 +142,7 @@ export class PipelineMetrics {
   readonly pollLateness: Histogram;
   readonly queriesFinished: Counter<'outcome'>;
   readonly resubmissions: Counter;
-  /** Submissions that may have created a remote job twice (see the README's crash safety). */
+  /** Submissions that may have created a remote job twice (see docs/operations.md, the crash window). */
   readonly possibleDuplicates: Counter<'reason'>;
   /** From sending a submission to its remote job id being durable: the duplicate window. */
   readonly submitWindow: Histogram;

@@ -183,7 +183,7 @@ async function moveLetters(
 
 /**
  * Moves the data of a drained pipeline from the partitions it was written with to those of the
- * configuration (see the README, "Scale out"): every key named after a patient (record, presets,
+ * configuration (see docs/deployment.md, "Scale out"): every key named after a patient (record, presets,
  * crosswalk entries, opt-out, FHIR ids, query state, last results, remembered answers, webhook
  * delivery markers) and every dead letter goes to its patient's partition in the new layout;
  * what is not a patient's (the outbound queue, the audit log, FHIR and terminology state) stays

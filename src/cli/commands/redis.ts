@@ -20,7 +20,7 @@ export function registerRedisCommand(program: Command): void {
   redis
     .command('repartition')
     .description(
-      'move the data of a drained, stopped pipeline from --from partitions to REDIS_PARTITIONS (README, "Scale out"); safe to run again',
+      'move the data of a drained, stopped pipeline from --from partitions to REDIS_PARTITIONS (docs/deployment.md, "Scale out"); safe to run again',
     )
     .requiredOption('--from <n>', 'the partitions the data was written with', partitionCount)
     .option('--dry-run', 'count what would move and change nothing')

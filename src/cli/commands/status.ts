@@ -54,7 +54,7 @@ export function statusTable(status: PipelineStatus): string {
     status.unmapped_problems.length === 0
       ? ['unmapped problem codes: none']
       : [
-          'unmapped problem codes (most reported first; see terminology.* in the README):',
+          'unmapped problem codes (most reported first; see terminology.* in docs/configuration.md):',
           formatTable(
             ['system', 'code', 'reports'],
             status.unmapped_problems.map((u) => [u.system, u.code, String(u.count)]),

@@ -442,7 +442,7 @@ export class FhirIngest {
       throw new FhirDeleteUnavailableError('patient purge is not configured in this process');
     }
     if (this.#o.patientIdentifierSystem !== null) {
-      // The deleted Patient can no longer be read for its identifier: see the README.
+      // The deleted Patient can no longer be read for its identifier: see docs/clinical-feeds.md.
       this.#o.metrics.ignore('delete_unresolvable');
       return 'ignored';
     }

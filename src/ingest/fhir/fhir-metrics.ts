@@ -12,7 +12,7 @@ export type FhirIgnoredReason =
   | 'focus_ambiguous'
   /** An identifier-only focus without a type we use. */
   | 'focus_unresolvable'
-  /** A delete of a Patient we cannot name locally (see README: FHIR deletes). */
+  /** A delete of a Patient we cannot name locally (see docs/clinical-feeds.md: FHIR deletes). */
   | 'delete_unresolvable'
   /** A delete of a patient we never saw. */
   | 'delete_unknown_patient'
