@@ -96,7 +96,14 @@ function lenientJson(app: Parameters<FastifyPluginAsync>[0]) {
   };
 }
 
-const FHIR_MEDIA_TYPES = new Set(['application/json', 'application/fhir+json']);
+/** The media types the FHIR routes accept (an R4 server sends `application/fhir+json`). */
+export const FHIR_MEDIA_TYPES: ReadonlySet<string> = new Set([
+  'application/json',
+  'application/fhir+json',
+]);
+
+/** Topic-based (R4 backport, R4B, R5) subscription notifications are posted here. */
+export const FHIR_NOTIFICATIONS_ROUTE = '/v1/fhir/notifications';
 
 async function requireFhirJson(request: FastifyRequest): Promise<void> {
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
@@ -143,7 +150,7 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
   });
 
   app.post(
-    '/v1/fhir/notifications',
+    FHIR_NOTIFICATIONS_ROUTE,
     { onRequest: requireFhirJson },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const log = request.log as unknown as Logger;

@@ -21,6 +21,9 @@ export interface RestHookRouteOptions {
   now?: () => Date;
 }
 
+/** Classic R4 rest-hook endpoints: `<REST_HOOK_ROUTE>/<name>` per `fhir.rest_hooks` entry. */
+export const REST_HOOK_ROUTE = '/v1/fhir/rest-hook';
+
 const Params = z.strictObject({ name: z.string() });
 const ResourceParams = z.strictObject({
   name: z.string(),
@@ -85,7 +88,7 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
     return { patients, read: found.length };
   }
 
-  app.post('/v1/fhir/rest-hook/:name', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post(`${REST_HOOK_ROUTE}/:name`, async (request: FastifyRequest, reply: FastifyReply) => {
     const hook = hookOf(parse(Params, request.params, 'path').name);
     const body = request.body;
     if (body === undefined || body === null || body === '') {
@@ -106,7 +109,7 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
   });
 
   app.put(
-    '/v1/fhir/rest-hook/:name/:type/:id',
+    `${REST_HOOK_ROUTE}/:name/:type/:id`,
     async (request: FastifyRequest, reply: FastifyReply) => {
       const params = parse(ResourceParams, request.params, 'path');
       const hook = hookOf(params.name);
@@ -133,7 +136,7 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
   );
 
   app.delete(
-    '/v1/fhir/rest-hook/:name/:type/:id',
+    `${REST_HOOK_ROUTE}/:name/:type/:id`,
     async (request: FastifyRequest, reply: FastifyReply) => {
       const params = parse(ResourceParams, request.params, 'path');
       hookOf(params.name);
