@@ -20,6 +20,7 @@ import {
   type PatientDeleter,
 } from './fhir-ingest.ts';
 import { FhirMetrics } from './fhir-metrics.ts';
+import { NOTIFICATION_BUNDLE_TYPES } from './notification.ts';
 import { RestHookCursor } from './rest-hook-cursor.ts';
 import { restHookRoutes } from './rest-hook-routes.ts';
 import type { PatientAdmin } from '../../privacy/patient-admin.ts';
@@ -158,7 +159,11 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
         const summary = await ingest.handleNotification(request.body, log);
         log.info(summary, 'fhir notification');
       } catch (error) {
-        log.info({ bundle_type: 'history', outcome: outcomeOf(error) }, 'fhir notification');
+        const type = (request.body as { type?: unknown } | null)?.type;
+        const bundle_type = (NOTIFICATION_BUNDLE_TYPES as readonly unknown[]).includes(type)
+          ? type
+          : undefined;
+        log.info({ bundle_type, outcome: outcomeOf(error) }, 'fhir notification');
         throw error;
       }
       return reply.code(200).send({ status: 'ok' });

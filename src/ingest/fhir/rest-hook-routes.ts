@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../../config/config-schema.ts';
 import { toValidationItems } from '../../interface/validation-error.ts';
 import { NotFoundError } from '../errors/not-found-error.ts';
+import { UnsupportedMediaTypeError } from '../errors/unsupported-media-type-error.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
 import type { FhirClient } from './fhir-client.ts';
 import { FhirServerUnavailableError } from './fhir-errors.ts';
@@ -56,6 +57,16 @@ function splitCriteria(criteria: string): { type: string; params: Record<string,
  */
 export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (app, options) => {
   const { ingest, cursor } = options;
+  // A ping without payload is an empty POST; HAPI FHIR sends it as an empty form
+  // (application/x-www-form-urlencoded). An empty form is no body; a form with content is refused.
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'buffer' },
+    (_request, body: Buffer, done) => {
+      if (body.length === 0) done(null, undefined);
+      else done(new UnsupportedMediaTypeError(undefined, 'application/fhir+json'));
+    },
+  );
   const byName = new Map(options.hooks.map((h) => [h.name, h]));
   const now = options.now ?? (() => new Date());
   const hookOf = (name: string): RestHook => {
