@@ -69,23 +69,16 @@ describe('parseNotification', () => {
   });
 
   it('reads an R5 notification: a Bundle of type subscription-notification', () => {
-    const n = parseNotification({
-      resourceType: 'Bundle',
-      type: 'subscription-notification',
-      entry: [
-        {
-          resource: {
-            resourceType: 'SubscriptionStatus',
-            type: 'event-notification',
-            eventsSinceSubscriptionStart: '3',
-            notificationEvent: [{ eventNumber: '3', focus: { reference: 'Condition/c' } }],
-            subscription: { reference: 'Subscription/s' },
-          },
-        },
-        { fullUrl: 'https://ehr.example.org/fhir/Condition/c' },
-      ],
-    });
-    expect(n).toMatchObject({
+    const status = {
+      resourceType: 'SubscriptionStatus',
+      type: 'event-notification',
+      eventsSinceSubscriptionStart: '3',
+      notificationEvent: [{ eventNumber: '3', focus: { reference: 'Condition/c' } }],
+      subscription: { reference: 'Subscription/s' },
+    };
+    const focus = { fullUrl: 'https://ehr.example.org/fhir/Condition/c' };
+    const bundle = { resourceType: 'Bundle', type: 'subscription-notification' };
+    expect(parseNotification({ ...bundle, entry: [{ resource: status }, focus] })).toMatchObject({
       bundleType: 'subscription-notification',
       format: 'SubscriptionStatus',
       eventsSinceSubscriptionStart: 3,

@@ -59,6 +59,14 @@ async function variables(httpPort?: number): Promise<Record<string, string>> {
   return { ...configurationMap, ...globalChannelMap };
 }
 
+/** The ACK is AA for the message's MSH-10, and the sample patient's record holds its DG1. */
+async function expectAaAndStored(ack: string | undefined, controlId: string): Promise<void> {
+  expect(ack?.split('\r').find((s) => s.startsWith('MSA|'))).toBe(`MSA|AA|${controlId}`);
+  expect((await h.clinicalOf(SAMPLE_PATIENT))?.clinical?.items).toHaveProperty(
+    'hl7:dg1:snomed:422504002',
+  );
+}
+
 async function listen(): Promise<number> {
   await h.app.listen({ port: 0, host: '127.0.0.1' });
   return (h.app.server.address() as AddressInfo).port;
@@ -69,13 +77,8 @@ describe('the MLLP destination (TCP Sender)', () => {
     h = await startHl7v2Harness();
     const message = encodedData(mllp, fixture(SAMPLE));
     const ack = await sendLikeTcpSender(tcpProps, await variables(), message);
-    expect(ack?.split('\r').find((s) => s.startsWith('MSA|'))).toBe(
-      `MSA|AA|${controlIdOf(message)}`,
-    );
+    await expectAaAndStored(ack, controlIdOf(message));
     expect(tcpSenderStatus(mllp, tcpProps, ack, controlIdOf(message))).toBe('SENT');
-    expect((await h.clinicalOf(SAMPLE_PATIENT))?.clinical?.items).toHaveProperty(
-      'hl7:dg1:snomed:422504002',
-    );
   });
 
   it('a message to fix is answered AE: an ERROR in Mirth, not resent; nothing stored', async () => {
@@ -103,13 +106,8 @@ describe('the HTTP destination (HTTP Sender)', () => {
     expect(answer.status).toBe(200);
     // Read as text by the HTTP Sender (a binary answer would reach the validator as Base64).
     expect(isBinaryForMirth(httpProps, answer.contentType)).toBe(false);
-    expect(answer.body.split('\r').find((s) => s.startsWith('MSA|'))).toBe(
-      `MSA|AA|${controlIdOf(message)}`,
-    );
+    await expectAaAndStored(answer.body, controlIdOf(message));
     expect(httpSenderStatus(http, httpProps, answer, controlIdOf(message))).toBe('SENT');
-    expect((await h.clinicalOf(SAMPLE_PATIENT))?.clinical?.items).toHaveProperty(
-      'hl7:dg1:snomed:422504002',
-    );
   });
 
   it('without the Configuration Map token the route refuses (401): QUEUED until it is set', async () => {
