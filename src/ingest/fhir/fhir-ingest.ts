@@ -17,6 +17,7 @@ import {
   parseNotification,
   parseStatusResource,
   type IdentifierFocus,
+  type NotificationBundleType,
   type SubscriptionNotification,
 } from './notification.ts';
 
@@ -52,7 +53,7 @@ export interface FhirIngestOptions {
 
 /** A log-safe account of a notification: counts and kinds, never contents or ids. */
 export interface NotificationSummary {
-  bundle_type: 'history';
+  bundle_type: NotificationBundleType;
   notification_type: string;
   subscription: string;
   resources: number;
@@ -457,7 +458,7 @@ export class FhirIngest {
   async handleNotification(body: unknown, log: Logger): Promise<NotificationSummary> {
     const n = parseNotification(body);
     const summary: NotificationSummary = {
-      bundle_type: 'history',
+      bundle_type: n.bundleType,
       notification_type: n.type,
       subscription: subscriptionHash(n.subscription),
       resources: n.entries.length,

@@ -20,6 +20,7 @@ import {
   type PatientDeleter,
 } from './fhir-ingest.ts';
 import { FhirMetrics } from './fhir-metrics.ts';
+import { NOTIFICATION_BUNDLE_TYPES } from './notification.ts';
 import { RestHookCursor } from './rest-hook-cursor.ts';
 import { restHookRoutes } from './rest-hook-routes.ts';
 import type { PatientAdmin } from '../../privacy/patient-admin.ts';
@@ -96,7 +97,14 @@ function lenientJson(app: Parameters<FastifyPluginAsync>[0]) {
   };
 }
 
-const FHIR_MEDIA_TYPES = new Set(['application/json', 'application/fhir+json']);
+/** The media types the FHIR routes accept (an R4 server sends `application/fhir+json`). */
+export const FHIR_MEDIA_TYPES: ReadonlySet<string> = new Set([
+  'application/json',
+  'application/fhir+json',
+]);
+
+/** Topic-based (R4 backport, R4B, R5) subscription notifications are posted here. */
+export const FHIR_NOTIFICATIONS_ROUTE = '/v1/fhir/notifications';
 
 async function requireFhirJson(request: FastifyRequest): Promise<void> {
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
@@ -143,7 +151,7 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
   });
 
   app.post(
-    '/v1/fhir/notifications',
+    FHIR_NOTIFICATIONS_ROUTE,
     { onRequest: requireFhirJson },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const log = request.log as unknown as Logger;
@@ -151,7 +159,11 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
         const summary = await ingest.handleNotification(request.body, log);
         log.info(summary, 'fhir notification');
       } catch (error) {
-        log.info({ bundle_type: 'history', outcome: outcomeOf(error) }, 'fhir notification');
+        const type = (request.body as { type?: unknown } | null)?.type;
+        const bundle_type = (NOTIFICATION_BUNDLE_TYPES as readonly unknown[]).includes(type)
+          ? type
+          : undefined;
+        log.info({ bundle_type, outcome: outcomeOf(error) }, 'fhir notification');
         throw error;
       }
       return reply.code(200).send({ status: 'ok' });

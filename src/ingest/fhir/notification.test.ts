@@ -68,6 +68,27 @@ describe('parseNotification', () => {
     expect(n.events[1]?.additionalContext).toEqual(['Patient/p']);
   });
 
+  it('reads an R5 notification: a Bundle of type subscription-notification', () => {
+    const status = {
+      resourceType: 'SubscriptionStatus',
+      type: 'event-notification',
+      eventsSinceSubscriptionStart: '3',
+      notificationEvent: [{ eventNumber: '3', focus: { reference: 'Condition/c' } }],
+      subscription: { reference: 'Subscription/s' },
+    };
+    const focus = { fullUrl: 'https://ehr.example.org/fhir/Condition/c' };
+    const bundle = { resourceType: 'Bundle', type: 'subscription-notification' };
+    expect(parseNotification({ ...bundle, entry: [{ resource: status }, focus] })).toMatchObject({
+      bundleType: 'subscription-notification',
+      format: 'SubscriptionStatus',
+      eventsSinceSubscriptionStart: 3,
+      events: [{ eventNumber: 3, focus: 'Condition/c' }],
+    });
+    expect(parseNotification(load('id_only_notification_bundle_example.json')).bundleType).toBe(
+      'history',
+    );
+  });
+
   it.each([
     ['a non-history Bundle', { resourceType: 'Bundle', type: 'batch', entry: [{}] }],
     ['an empty Bundle', { resourceType: 'Bundle', type: 'history', entry: [] }],

@@ -28,8 +28,16 @@ export interface NotificationEvent {
   additionalContext: string[];
 }
 
+/**
+ * The Bundle types a notification comes in: `history` (R4 backport IG, R4B) and
+ * `subscription-notification` (FHIR R5, where the type was introduced for notifications).
+ */
+export const NOTIFICATION_BUNDLE_TYPES = ['history', 'subscription-notification'] as const;
+export type NotificationBundleType = (typeof NOTIFICATION_BUNDLE_TYPES)[number];
+
 /** A notification Bundle's status (R4 backport `Parameters` or R4B/R5 `SubscriptionStatus`). */
 export interface SubscriptionNotification {
+  bundleType: NotificationBundleType;
   /** `Parameters` (R4 backport) or `SubscriptionStatus` (R4B/R5). */
   format: 'Parameters' | 'SubscriptionStatus';
   /** The subscription reference as written. */
@@ -82,7 +90,7 @@ const EntrySchema = z.looseObject({
 
 const NotificationBundleSchema = z.looseObject({
   resourceType: z.literal('Bundle'),
-  type: z.literal('history'),
+  type: z.enum(NOTIFICATION_BUNDLE_TYPES),
   entry: z
     .array(EntrySchema)
     .min(1, 'a notification Bundle starts with its status entry')
@@ -222,7 +230,7 @@ function fromSubscriptionStatus(resource: unknown, loc: readonly (string | numbe
 export function parseStatusResource(
   resource: unknown,
   loc: readonly (string | number)[],
-): Omit<SubscriptionNotification, 'entries'> {
+): Omit<SubscriptionNotification, 'entries' | 'bundleType'> {
   const type = (resource as { resourceType?: unknown } | null)?.resourceType;
   return type === 'SubscriptionStatus'
     ? fromSubscriptionStatus(resource, loc)
@@ -239,6 +247,7 @@ export function parseNotification(
   const [first, ...rest] = bundle.data.entry;
   const status = parseStatusResource(first?.resource, [...loc, 'entry', 0, 'resource']);
   return {
+    bundleType: bundle.data.type,
     ...status,
     entries: rest.map((e) => ({ fullUrl: e.fullUrl, resource: e.resource })),
   };

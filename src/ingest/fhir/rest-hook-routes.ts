@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Config } from '../../config/config-schema.ts';
 import { toValidationItems } from '../../interface/validation-error.ts';
 import { NotFoundError } from '../errors/not-found-error.ts';
+import { UnsupportedMediaTypeError } from '../errors/unsupported-media-type-error.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
 import type { FhirClient } from './fhir-client.ts';
 import { FhirServerUnavailableError } from './fhir-errors.ts';
@@ -20,6 +21,9 @@ export interface RestHookRouteOptions {
   /** @defaultValue `() => new Date()` */
   now?: () => Date;
 }
+
+/** Classic R4 rest-hook endpoints: `<REST_HOOK_ROUTE>/<name>` per `fhir.rest_hooks` entry. */
+export const REST_HOOK_ROUTE = '/v1/fhir/rest-hook';
 
 const Params = z.strictObject({ name: z.string() });
 const ResourceParams = z.strictObject({
@@ -53,6 +57,16 @@ function splitCriteria(criteria: string): { type: string; params: Record<string,
  */
 export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (app, options) => {
   const { ingest, cursor } = options;
+  // A ping without payload is an empty POST; HAPI FHIR sends it as an empty form
+  // (application/x-www-form-urlencoded). An empty form is no body; a form with content is refused.
+  app.addContentTypeParser(
+    'application/x-www-form-urlencoded',
+    { parseAs: 'buffer' },
+    (_request, body: Buffer, done) => {
+      if (body.length === 0) done(null, undefined);
+      else done(new UnsupportedMediaTypeError(undefined, 'application/fhir+json'));
+    },
+  );
   const byName = new Map(options.hooks.map((h) => [h.name, h]));
   const now = options.now ?? (() => new Date());
   const hookOf = (name: string): RestHook => {
@@ -85,7 +99,7 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
     return { patients, read: found.length };
   }
 
-  app.post('/v1/fhir/rest-hook/:name', async (request: FastifyRequest, reply: FastifyReply) => {
+  app.post(`${REST_HOOK_ROUTE}/:name`, async (request: FastifyRequest, reply: FastifyReply) => {
     const hook = hookOf(parse(Params, request.params, 'path').name);
     const body = request.body;
     if (body === undefined || body === null || body === '') {
@@ -106,7 +120,7 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
   });
 
   app.put(
-    '/v1/fhir/rest-hook/:name/:type/:id',
+    `${REST_HOOK_ROUTE}/:name/:type/:id`,
     async (request: FastifyRequest, reply: FastifyReply) => {
       const params = parse(ResourceParams, request.params, 'path');
       const hook = hookOf(params.name);
@@ -133,7 +147,7 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
   );
 
   app.delete(
-    '/v1/fhir/rest-hook/:name/:type/:id',
+    `${REST_HOOK_ROUTE}/:name/:type/:id`,
     async (request: FastifyRequest, reply: FastifyReply) => {
       const params = parse(ResourceParams, request.params, 'path');
       hookOf(params.name);

@@ -25,6 +25,9 @@ export interface Hl7v2RoutesOptions {
   admin?: PatientDeletePort;
 }
 
+/** The path of the HL7 v2 over HTTP route. */
+export const HL7V2_ROUTE = '/v1/hl7v2';
+
 /** The media types integration engines send ER7 with (Mirth's HTTP Sender: text/plain). */
 export const HL7V2_MEDIA_TYPES = ['text/plain', 'application/hl7-v2', 'x-application/hl7-v2+er7'];
 
@@ -49,7 +52,7 @@ export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, o
   app.addContentTypeParser(HL7V2_MEDIA_TYPES, { parseAs: 'buffer' }, (_request, body, done) => {
     done(null, body);
   });
-  app.post('/v1/hl7v2', async (request, reply) => {
+  app.post(HL7V2_ROUTE, async (request, reply) => {
     const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     // HTTP names the body's character set in Content-Type; without it, MSH-18 or the default.
     const charset = /;\s*charset="?([^";]+)"?/i.exec(request.headers['content-type'] ?? '')?.[1];

@@ -185,6 +185,29 @@ describe('classic R4 rest-hook subscriptions', () => {
     expect((await h.records.get(psid))?.clinical?.patient.birthDate).toBe('1955-05-05');
   });
 
+  it('takes the empty form HAPI FHIR posts as a ping, and refuses a form with content (415)', async () => {
+    h = await startFhirHarness({ restHooks: hooks });
+    h.fhir.put(condition('rh5', 'rhp5', { meta: { lastUpdated: new Date().toISOString() } }));
+    h.fhir.put(patient('rhp5'));
+    const form = { authorization: FHIR_JSON.authorization };
+    const type = 'application/x-www-form-urlencoded; charset=UTF-8';
+    const ping = await h.app.inject({
+      method: 'POST',
+      url: HOOK,
+      headers: { ...form, 'content-type': type, 'content-length': '0' },
+    });
+    expect(ping.statusCode).toBe(200);
+    expect(Object.keys((await items('rhp5')) ?? {})).toEqual(['fhir:Condition/rh5']);
+    const withContent = await h.app.inject({
+      method: 'POST',
+      url: HOOK,
+      headers: { ...form, 'content-type': type },
+      payload: 'a=1',
+    });
+    expect(withContent.statusCode).toBe(415);
+    expect(h.fhir.seen.filter((r) => r.path === 'Condition')).toHaveLength(1);
+  });
+
   it('applies PUT {endpoint}/{type}/{id} with the full resource', async () => {
     h = await startFhirHarness({ restHooks: hooks });
     const put = await inject('PUT', `${HOOK}/Condition/rh2`, condition('rh2', 'rhp2'));
