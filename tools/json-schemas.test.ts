@@ -1,6 +1,8 @@
-import { cpSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createHmac } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ResultEventSchema, type ResultEvent } from '../src/delivery/result-event.ts';
@@ -124,5 +126,52 @@ describe('the published JSON Schemas', () => {
   it('refuse an event schema that is no object or union of objects', () => {
     expect(() => asSent(z.string())).toThrow(/object or a union of objects/);
     expect(() => asSent(z.union([ResultEventSchema, z.null()]))).toThrow(/null schema/);
+  });
+});
+
+describe('docs/webhook-verification.md', () => {
+  const doc = readFileSync(new URL('../docs/webhook-verification.md', import.meta.url), 'utf8');
+  /** The text of the first fenced block of `language` after `heading`. */
+  const block = (heading: string, language: string): string => {
+    const from = doc.indexOf(heading);
+    const match = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\\n\`\`\``).exec(doc.slice(from));
+    if (from < 0 || match?.[1] === undefined)
+      throw new Error(`no ${language} block after ${heading}`);
+    return match[1];
+  };
+
+  it('shows an example body and headers that the schemas take', () => {
+    const validators = loadSchemaValidators();
+    const payload = validators[SCHEMA_FILES.webhookPayload];
+    const headers = validators[SCHEMA_FILES.webhookHeaders];
+    if (payload === undefined || headers === undefined) throw new Error('a schema is missing');
+    const body: unknown = JSON.parse(block('## The request', 'json'));
+    expect(payload(body), payload.errorsText()).toBe(true);
+    const head = Object.fromEntries(
+      block('a headers file as a receiver might log it', 'text')
+        .split('\n')
+        .filter((line) => line.includes(': '))
+        .map((line) => line.split(': ') as [string, string]),
+    );
+    expect(headers(head), headers.errorsText()).toBe(true);
+  });
+
+  it('gives a test vector that the scheme, as the page spells it out, and the reference sign alike', () => {
+    const vector = Object.fromEntries(
+      block('### Test vector', 'text')
+        .split('\n')
+        .map((line) => /^(\S+)\s+(.*)$/.exec(line)?.slice(1) as [string, string]),
+    );
+    const field = (name: string) => vector[name] ?? '';
+    const [secret, id, body, signature] = ['secret', 'webhook-id', 'body', 'webhook-signature'].map(
+      field,
+    ) as [string, string, string, string];
+    const timestamp = Number(field('webhook-timestamp'));
+    expect(Buffer.byteLength(body)).toBe(15);
+    const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+    const hmac = createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body, 'utf8');
+    expect(`v1,${hmac.digest('base64')}`).toBe(signature);
+    expect(new Webhook(secret).sign(id, new Date(timestamp * 1_000), body)).toBe(signature);
+    expect(doc).toContain(`\`${id}.${timestamp}.${body}\``);
   });
 });
