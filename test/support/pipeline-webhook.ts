@@ -10,33 +10,37 @@ import {
   type ReceivedAttempt,
   type WebhookReceiver,
 } from '../../tools/webhook-receiver.ts';
-import type { PipelineHarness } from './pipeline-harness.ts';
+import { PipelineHarness } from './pipeline-harness.ts';
 
-/** The webhook side of a {@link PipelineHarness}'s pipeline, started by {@link startPipelineWebhook}. */
-export interface PipelineWebhook {
+/** A {@link PipelineHarness}'s pipeline with the webhook on, started by {@link startPipelineWithWebhook}. */
+export interface PipelineWithWebhook {
+  harness: PipelineHarness;
   /** The `whsec_…` secret the deliveries are signed with (made for the test). */
   secret: string;
   /** The real receiver, checking every signature. */
   receiver: WebhookReceiver;
   /** The delivery router (the webhook and the harness's outbound queue): the query workers' sink. */
   router: ResultSink;
+  /** Closes the webhook side, then the harness. */
   close(): Promise<void>;
 }
 
 /**
- * The delivery side as `work` builds it through the composition root, on a harness's prefix and
- * keys: a signature-checking webhook receiver, the delivery router with the webhook on, and one
+ * A {@link PipelineHarness} (started with `harness`) and the delivery side as `work` builds it
+ * through the composition root, on the harness's prefix and keys: a signature-checking webhook
+ * receiver, the delivery router with the webhook on (and the harness's outbound queue), and one
  * webhook worker per partition on a connection of their own. Quick retries (50 ms first, capped
  * at 200 ms), no probe, a 10 minute give-up age, unless `webhook` says otherwise.
- * Start the query workers with `harness.startWorker(undefined, undefined, webhook.router)`.
+ * Start the query workers with `harness.startWorker(undefined, undefined, router)`.
  */
-export async function startPipelineWebhook(
-  harness: PipelineHarness,
+export async function startPipelineWithWebhook(
   options: {
+    harness?: Parameters<typeof PipelineHarness.start>[0];
     respond?: (attempt: Omit<ReceivedAttempt, 'status'>) => number;
     webhook?: Partial<Config['delivery']['webhook']>;
   } = {},
-): Promise<PipelineWebhook> {
+): Promise<PipelineWithWebhook> {
+  const harness = await PipelineHarness.start(options.harness);
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   const receiver = await startWebhookReceiver({ secret, respond: options.respond });
   const { config } = harness;
@@ -65,6 +69,7 @@ export async function startPipelineWebhook(
     async () => connection.disconnect(),
     () => routing.close(),
     () => receiver.close(),
+    () => harness.close(),
   ];
   for (const partition of harness.partitions.prefixes.keys()) {
     const { worker, queue } = await app.webhookDeliveries(connection, partition);
@@ -74,6 +79,7 @@ export async function startPipelineWebhook(
     });
   }
   return {
+    harness,
     secret,
     receiver,
     router: routing.router,

@@ -2,8 +2,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { QUERY_OUTCOMES } from '../../../src/delivery/result-event.ts';
 import type { FaultProfile } from '../../../src/simulator/fault-profile.ts';
 import { loadSchemaValidators, SCHEMA_FILES } from '../../../tools/json-schemas.ts';
-import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
-import { startPipelineWebhook, type PipelineWebhook } from '../../support/pipeline-webhook.ts';
+import { sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
+import {
+  startPipelineWithWebhook,
+  type PipelineWithWebhook,
+} from '../../support/pipeline-webhook.ts';
 
 /** One query per way a query ends, each with the faults of the local service that lead there. */
 const SCENARIOS: {
@@ -62,24 +65,19 @@ const SCENARIOS: {
  * ajv (draft 2020-12, with formats).
  */
 describe('the published JSON Schemas hold every real webhook delivery', () => {
-  let harness: PipelineHarness | undefined;
-  let webhook: PipelineWebhook | undefined;
-  afterEach(async () => {
-    await webhook?.close();
-    await harness?.close();
-  });
+  let pipeline: PipelineWithWebhook | undefined;
+  afterEach(() => pipeline?.close());
 
   it('completed, rejected, failed, lost and timed-out results, first attempts and retries', async () => {
     const config = testConfig();
     // A short deadline, so that the query whose remote job never ends times out soon.
     const poll = { ...config.queries.poll, deadline_ms: 3_000 };
-    const h = (harness = await PipelineHarness.start({
-      config: { ...config, queries: { ...config.queries, poll } },
-    }));
-    // Every event's first attempt is answered 503: each is sent again, freshly signed.
-    const hook = (webhook = await startPipelineWebhook(h, {
+    const hook = (pipeline = await startPipelineWithWebhook({
+      harness: { config: { ...config, queries: { ...config.queries, poll } } },
+      // Every event's first attempt is answered 503: each is sent again, freshly signed.
       respond: (attempt) => (attempt.attemptOfId === 1 ? 503 : 204),
     }));
+    const h = hook.harness;
     await h.startWorker(undefined, undefined, hook.router);
     for (const [i, scenario] of SCENARIOS.entries()) {
       await h.setFaults(scenario.faults);

@@ -1,8 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
 import { deriveCrosswalkKeys } from '../../../src/identity/crosswalk-keys.ts';
-import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
-import { startPipelineWebhook, type PipelineWebhook } from '../../support/pipeline-webhook.ts';
+import { sampleRecord } from '../../support/pipeline-harness.ts';
+import {
+  startPipelineWithWebhook,
+  type PipelineWithWebhook,
+} from '../../support/pipeline-webhook.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
 
 /** One planted local id per way an event can rest: delivered, waiting for retry, dead-lettered. */
@@ -12,24 +15,20 @@ const DEAD = 'MRN-PLANTED-DEAD-5503';
 const PLANTED = [DELIVERED, PENDING, DEAD];
 
 describe('nothing identifying at rest', () => {
-  let harness: PipelineHarness | undefined;
-  let webhook: PipelineWebhook | undefined;
-  afterEach(async () => {
-    await webhook?.close();
-    await harness?.close();
-  });
+  let pipeline: PipelineWithWebhook | undefined;
+  afterEach(() => pipeline?.close());
 
   it('after a run through both channels, no planted local id is anywhere in Redis in plain text', async () => {
-    const h = (harness = await PipelineHarness.start());
     // The receiver answers by patient: 204, 503 for ever (the event stays pending), or 410.
     const psidOf = new Map<string, string>();
     // The delivery side as `work` builds it, with this test's webhook.
-    webhook = await startPipelineWebhook(h, {
+    const webhook = (pipeline = await startPipelineWithWebhook({
       respond: (attempt) => {
         const body = JSON.parse(attempt.rawBody) as { patient_id: string };
         return body.patient_id === PENDING ? 503 : body.patient_id === DEAD ? 410 : 204;
       },
-    });
+    }));
+    const h = webhook.harness;
     const r = webhook.receiver;
     const keys = deriveCrosswalkKeys(h.secret);
     // One dead-letter store per partition (one without partitions).
