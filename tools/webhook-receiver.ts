@@ -10,6 +10,8 @@ export interface ReceivedAttempt {
   webhookId: string;
   timestamp: string;
   signature: string;
+  /** Every request header, by lower-case name (the first value of a repeated one). */
+  headers: Readonly<Record<string, string>>;
   /** The body exactly as received (what the signature covers). */
   rawBody: string;
   /** Whether `standardwebhooks` accepted the signature over the raw body. */
@@ -93,6 +95,9 @@ export async function startWebhookReceiver({
       perId.set(webhookId, attemptOfId);
       const seen = {
         webhookId,
+        headers: Object.fromEntries(
+          Object.keys(request.headers).map((name) => [name, header(request.headers, name)]),
+        ),
         timestamp,
         signature,
         rawBody,

@@ -37,7 +37,16 @@ function event(id: string, patient: string, eventIds: string[], at: number): Rec
 }
 
 function attempt(webhookId: string, status: number, verified = true): ReceivedAttempt {
-  return { webhookId, timestamp: '', signature: '', rawBody: '', verified, attemptOfId: 1, status };
+  return {
+    webhookId,
+    headers: {},
+    timestamp: '',
+    signature: '',
+    rawBody: '',
+    verified,
+    attemptOfId: 1,
+    status,
+  };
 }
 
 const figures = (input: Partial<Parameters<typeof computeFigures>[0]>) =>

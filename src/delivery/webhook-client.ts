@@ -1,5 +1,6 @@
 import got, { RequestError, TimeoutError, type Agents } from 'got';
 import type { SignedWebhook } from './webhook-signer.ts';
+import { WEBHOOK_USER_AGENT } from './webhook-headers.ts';
 import { WebhookDeliveryError } from './webhook-delivery-error.ts';
 
 export interface WebhookClientOptions {
@@ -34,7 +35,7 @@ export class WebhookClient {
     try {
       const response = await got.post(this.#url, {
         body: request.body,
-        headers: { ...request.headers, 'user-agent': 'concordance-worker-webhook/1' },
+        headers: { ...request.headers, 'user-agent': WEBHOOK_USER_AGENT },
         timeout: { request: this.#timeoutMs },
         retry: { limit: 0 },
         throwHttpErrors: false,

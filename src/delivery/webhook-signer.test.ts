@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import type { ResultEvent } from './result-event.ts';
+import { WEBHOOK_USER_AGENT, WebhookHeadersSchema } from './webhook-headers.ts';
 import { WebhookSigner } from './webhook-signer.ts';
 
 const event = (id: string, note: string): ResultEvent => ({
@@ -58,6 +59,36 @@ describe('WebhookSigner', () => {
     const now = new Date();
     const signed = new WebhookSigner(BEFORE.secret).sign(BEFORE.event, now);
     expect(new Webhook(BEFORE.secret).verify(signed.body, signed.headers)).toEqual(BEFORE.event);
+  });
+
+  it("makes the headers the published schema describes (with the client's user-agent)", () => {
+    fc.assert(
+      fc.property(
+        fc.uuid(),
+        fc.string({ unit: 'grapheme' }),
+        fc.integer({ min: 0, max: 4_000_000_000 }),
+        (id, note, seconds) => {
+          const signed = new WebhookSigner(BEFORE.secret).sign(
+            event(id, note),
+            new Date(seconds * 1_000),
+          );
+          const sent = { ...signed.headers, 'user-agent': WEBHOOK_USER_AGENT };
+          expect(WebhookHeadersSchema.parse(sent)).toEqual(sent);
+        },
+      ),
+    );
+    const signed = new WebhookSigner(BEFORE.secret).sign(BEFORE.event, BEFORE.at);
+    const sent = { ...signed.headers, 'user-agent': WEBHOOK_USER_AGENT };
+    // Not a schema that takes anything: a second signature, a v2, a millisecond timestamp.
+    for (const wrong of [
+      { 'webhook-signature': `${BEFORE.signature} ${BEFORE.signature}` },
+      { 'webhook-signature': BEFORE.signature.replace('v1,', 'v2,') },
+      { 'webhook-timestamp': '1700000000.5' },
+      { 'webhook-id': 'not-a-uuid' },
+      { 'content-type': 'text/plain' },
+    ]) {
+      expect(WebhookHeadersSchema.safeParse({ ...sent, ...wrong }).success).toBe(false);
+    }
   });
 
   it('refuses a secret the library refuses', () => {

@@ -1,14 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config } from '../../../src/config/config-schema.ts';
-import { Registry } from 'prom-client';
-import { App } from '../../../src/app/compose-app.ts';
 import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
 import { deriveCrosswalkKeys } from '../../../src/identity/crosswalk-keys.ts';
-import { workerConnection } from '../../../src/queues/redis-connections.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
-import { PipelineHarness, sampleRecord } from '../../support/pipeline-harness.ts';
-import { testRedisEndpoint } from '../../support/redis.ts';
+import { sampleRecord } from '../../support/pipeline-harness.ts';
+import {
+  startPipelineWithWebhook,
+  type PipelineWithWebhook,
+} from '../../support/pipeline-webhook.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
 
 /** One planted local id per way an event can rest: delivered, waiting for retry, dead-lettered. */
@@ -18,64 +15,27 @@ const DEAD = 'MRN-PLANTED-DEAD-5503';
 const PLANTED = [DELIVERED, PENDING, DEAD];
 
 describe('nothing identifying at rest', () => {
-  let harness: PipelineHarness | undefined;
-  let receiver: WebhookReceiver | undefined;
-  const closers: (() => Promise<unknown>)[] = [];
-  afterEach(async () => {
-    for (const close of closers.splice(0)) await close();
-    await harness?.close();
-    await receiver?.close();
-  });
+  let pipeline: PipelineWithWebhook | undefined;
+  afterEach(() => pipeline?.close());
 
   it('after a run through both channels, no planted local id is anywhere in Redis in plain text', async () => {
-    const h = (harness = await PipelineHarness.start());
-    const secret = `whsec_${randomBytes(24).toString('base64')}`;
     // The receiver answers by patient: 204, 503 for ever (the event stays pending), or 410.
     const psidOf = new Map<string, string>();
-    const r = (receiver = await startWebhookReceiver({
-      secret,
+    // The delivery side as `work` builds it, with this test's webhook.
+    const webhook = (pipeline = await startPipelineWithWebhook({
       respond: (attempt) => {
         const body = JSON.parse(attempt.rawBody) as { patient_id: string };
         return body.patient_id === PENDING ? 503 : body.patient_id === DEAD ? 410 : 204;
       },
     }));
-    const config: Config = {
-      ...h.config,
-      delivery: {
-        ...h.config.delivery,
-        webhook: {
-          ...h.config.delivery.webhook,
-          url: r.url,
-          secret,
-          backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
-          max_age_ms: 600_000,
-          probe_interval_ms: 0,
-        },
-      },
-    };
+    const h = webhook.harness;
+    const r = webhook.receiver;
     const keys = deriveCrosswalkKeys(h.secret);
-    // The delivery side as `work` builds it, with this test's webhook.
-    const app = App.compose(config, h.logs.logger, {
-      redis: h.redis,
-      keys,
-      registry: new Registry(),
-    });
-    const routing = app.deliveryRouter(h.redis);
-    closers.push(() => routing.close());
-    const connection = workerConnection(testRedisEndpoint(), 'test-planted-webhook');
-    // One webhook worker and dead-letter store per partition (one without partitions).
+    // One dead-letter store per partition (one without partitions).
     const deadLetters = h.partitions.prefixes.map(
       (prefix) => new DeadLetterStore({ redis: h.redis, prefix, keys }),
     );
-    for (const p of h.partitions.prefixes.keys()) {
-      const webhook = await app.webhookDeliveries(connection, p);
-      closers.unshift(async () => {
-        await webhook.worker.close();
-        await webhook.queue.close();
-      });
-    }
-    closers.push(async () => connection.disconnect());
-    await h.startWorker(undefined, undefined, routing.router);
+    await h.startWorker(undefined, undefined, webhook.router);
 
     for (const [i, localId] of PLANTED.entries()) {
       const { patientServiceId } = await h.update(

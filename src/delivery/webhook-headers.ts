@@ -1,0 +1,29 @@
+import { z } from 'zod';
+
+/** The `user-agent` of every webhook request. */
+export const WEBHOOK_USER_AGENT = 'concordance-worker-webhook/1';
+
+/**
+ * The headers of a webhook request as it is sent (see WebhookSigner and WebhookClient), with the
+ * lower-case names a receiver's HTTP stack usually hands over (HTTP header names are
+ * case-insensitive). Others come along (`host`, `content-length`, `accept-encoding`, and whatever
+ * a proxy adds), so the object is open. Published as `docs/schemas/webhook-headers.schema.json`.
+ */
+export const WebhookHeadersSchema = z.looseObject({
+  'content-type': z.literal('application/json'),
+  'user-agent': z.literal(WEBHOOK_USER_AGENT),
+  'webhook-id': z
+    .uuid()
+    .describe('The event id: the same on every retry of the event; deduplicate on it.'),
+  'webhook-timestamp': z
+    .string()
+    .regex(/^[0-9]+$/)
+    .describe('Unix time of this attempt in whole seconds, fresh on every attempt.'),
+  'webhook-signature': z
+    .string()
+    .regex(/^v1,[A-Za-z0-9+/]{43}=$/)
+    .describe(
+      '`v1,` + base64(HMAC-SHA256(secret key, `{webhook-id}.{webhook-timestamp}.{raw body}`)).',
+    ),
+});
+export type WebhookHeaders = z.infer<typeof WebhookHeadersSchema>;
