@@ -16,18 +16,23 @@ const CATEGORIES = ['END002', 'CIR007', 'RSP009'];
 
 /**
  * Short debounce, quick polls, and short leases of claims and polls, so that what a killed worker
- * held comes back soon.
+ * held comes back soon — yet, as config/default.yaml asks, above service.timeout_ms times
+ * (service.retry.limit + 1): a live worker's slow POST (1.5 s added here, more on a loaded machine)
+ * must not outlast its lease, or the claim would come due again while it is still under way.
  */
 function crashConfigFile(): string {
   const path = join(mkdtempSync(join(tmpdir(), 'cw-crash-')), 'config.yaml');
   writeFileSync(
     path,
     [
+      'service:',
+      '  timeout_ms: 5000',
+      '  retry: { limit: 0 }',
       'queries:',
       '  debounce_ms: 100',
       '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 120000 }',
-      '  polling: { interval_ms: 20, batch: 5, concurrency: 20, lease_ms: 2000, latency_window: 64 }',
-      '  dispatch: { interval_ms: 20, batch: 5, lease_ms: 2000 }',
+      '  polling: { interval_ms: 20, batch: 5, concurrency: 20, lease_ms: 6000, latency_window: 64 }',
+      '  dispatch: { interval_ms: 20, batch: 5, lease_ms: 6000 }',
       '  concurrency: 20',
       ...OUTBOUND_QUEUE_LINES,
     ].join('\n'),
