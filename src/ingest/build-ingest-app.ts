@@ -32,6 +32,7 @@ import { patientAdminRoutes } from './routes/patient-admin-routes.ts';
 import { presetRoutes } from './routes/preset-routes.ts';
 import { recordUpdateBatchRoutes } from './routes/record-update-batch-routes.ts';
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
+import { registerIngestOpenApi } from './openapi/ingest-openapi.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
 
 export interface IngestDeps {
@@ -91,7 +92,8 @@ function defaultRegistry(): Registry {
 
 /**
  * The ingest HTTP app, ready to `inject()` into or to `listen()` on (the runtime does that): record
- * updates, presets, `/healthz`, `/readyz`, `/metrics`; a bearer token on all but the last three;
+ * updates, presets, `/healthz`, `/readyz`, `/metrics`, and its OpenAPI description at
+ * `/openapi.json` (docs/ingest-api.md); a bearer token on all but health, readiness and metrics;
  * every error in the interface's `{detail}` format, 503 with `Retry-After` while Redis is
  * unreachable. Serve only once `redis` is ready: a request connection refuses commands (503)
  * while it is still connecting.
@@ -124,6 +126,9 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
   // Only JSON bodies: without the text parser any other media type is refused with 415.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(zodValidatorCompiler);
+  // Response schemas describe the answers (the OpenAPI document): they are sent as the handlers
+  // give them, as without a schema, never checked or stripped on the way out.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   app.setErrorHandler(createErrorHandler({ redis, bodyLimitBytes }));
   app.setNotFoundHandler(() => {
     throw new NotFoundError('Not Found');
@@ -137,6 +142,8 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
   const registry = deps.metrics?.registry ?? defaultRegistry();
   const locator =
     deps.locator ?? PatientLocator.fromConfig({ config, crosswalk: deps.crosswalk, registry });
+  // Before the routes: it describes those registered after it.
+  await registerIngestOpenApi(app);
   await app.register(healthRoutes, { redis, registry });
   const recordUpdates = {
     locator,

@@ -75,7 +75,8 @@ interface PatientChanges {
   kinds: Set<string>;
 }
 
-const WholeBundleSchema = z.looseObject({
+/** What `POST /v1/fhir/Bundle` takes (also its OpenAPI description). */
+export const WholeBundleSchema = z.looseObject({
   resourceType: z.literal('Bundle'),
   id: z.string().optional(),
   meta: z

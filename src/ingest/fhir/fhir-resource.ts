@@ -25,6 +25,9 @@ const QuantitySchema = z.looseObject({
 
 const PeriodSchema = z.looseObject({ start: z.string().optional() });
 
+/** The media types FHIR JSON comes with (FHIR's own, and plain JSON). */
+export const FHIR_JSON_TYPES: readonly string[] = ['application/fhir+json', 'application/json'];
+
 /** Any resource: a type and (usually) an id. */
 export const ResourceSchema = z.looseObject({
   resourceType: z.string().regex(/^[A-Z][A-Za-z]+$/, 'a FHIR resource type'),

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
 import type { Logger } from 'pino';
 import type { RedisClient } from '../../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
@@ -14,7 +15,9 @@ import { isRedisUnavailable } from '../redis-failure.ts';
 import { EventTracker } from './event-tracker.ts';
 import { FhirClient } from './fhir-client.ts';
 import {
+  BUNDLE_MODE_TAG_SYSTEM,
   FhirIngest,
+  WholeBundleSchema,
   type BundleMode,
   type ClinicalUpdater,
   type PatientDeleter,
@@ -26,6 +29,12 @@ import { restHookRoutes } from './rest-hook-routes.ts';
 import type { PatientAdmin } from '../../privacy/patient-admin.ts';
 import { UnknownPatientError } from '../../privacy/unknown-patient-error.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
+import { errorResponse, errorResponses, FHIR_UNAVAILABLE } from '../openapi/error-responses.ts';
+import { FHIR_BUNDLE_EXAMPLE, FHIR_NOTIFICATION_EXAMPLE } from '../openapi/request-examples.ts';
+import { documentedBody } from '../openapi/ingest-openapi.ts';
+import { FHIR_OK, FhirBundleAnswerSchema } from '../schemas/answer-schemas.ts';
+import { FHIR_JSON_TYPES } from './fhir-resource.ts';
+import { NotificationBundleSchema } from './notification.ts';
 
 export interface FhirRouteOptions {
   config: Pick<Config, 'fhir' | 'presets' | 'redis'> & Partial<Pick<Config, 'outbound'>>;
@@ -66,6 +75,20 @@ function patientDeleter(admin: PatientAdmin | undefined): PatientDeleter | undef
 
 const MODES: readonly BundleMode[] = ['merge', 'replace'];
 
+/** `?mode` as the description shows it ({@link modeOf} checks it). */
+const BundleQuerySchema = z.object({
+  mode: z
+    .enum(['merge', 'replace'])
+    .optional()
+    .meta({
+      description:
+        '`merge` updates the resources the Bundle carries and leaves the rest of each record ' +
+        'alone; `replace` makes each record exactly the Bundle’s resources. Absent: the ' +
+        `Bundle's \`meta.tag\` of system \`${BUNDLE_MODE_TAG_SYSTEM}\`, else \`merge\`.`,
+      examples: ['merge'],
+    }),
+});
+
 /** `?mode=merge|replace` (absent: the Bundle's `meta.tag`, else merge). */
 function modeOf(query: unknown): BundleMode | undefined {
   const mode = (query as { mode?: unknown } | null)?.mode;
@@ -98,13 +121,16 @@ function lenientJson(app: Parameters<FastifyPluginAsync>[0]) {
 }
 
 /** The media types the FHIR routes accept (an R4 server sends `application/fhir+json`). */
-export const FHIR_MEDIA_TYPES: ReadonlySet<string> = new Set([
-  'application/json',
-  'application/fhir+json',
-]);
+export const FHIR_MEDIA_TYPES: ReadonlySet<string> = new Set(FHIR_JSON_TYPES);
 
 /** Topic-based (R4 backport, R4B, R5) subscription notifications are posted here. */
 export const FHIR_NOTIFICATIONS_ROUTE = '/v1/fhir/notifications';
+
+/** The answers every FHIR body route may give besides its success. */
+const FHIR_ERRORS = {
+  ...errorResponses(400, 413, 415, 422),
+  503: errorResponse(503, FHIR_UNAVAILABLE),
+};
 
 async function requireFhirJson(request: FastifyRequest): Promise<void> {
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
@@ -152,7 +178,27 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
 
   app.post(
     FHIR_NOTIFICATIONS_ROUTE,
-    { onRequest: requireFhirJson },
+    {
+      onRequest: requireFhirJson,
+      schema: {
+        operationId: 'postFhirNotification',
+        summary: 'A FHIR subscription notification (R4 backport, R4B, R5)',
+        description:
+          'A Bundle (`history` in the R4 backport and R4B, `subscription-notification` in R5) ' +
+          'whose first entry is the subscription status (`Parameters` or `SubscriptionStatus`). Handshakes and heartbeats are acknowledged; event ' +
+          'notifications are applied, id-only ones after reading the resources from ' +
+          '`fhir.base_url`; a gap in event numbers is recovered through `$events`. Answered once ' +
+          'durable.',
+        tags: ['fhir'],
+        documented: {
+          body: documentedBody(
+            FHIR_JSON_TYPES,
+            NotificationBundleSchema.meta({ examples: [FHIR_NOTIFICATION_EXAMPLE] }),
+          ),
+        },
+        response: { 200: FHIR_OK, ...FHIR_ERRORS },
+      },
+    },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const log = request.log as unknown as Logger;
       try {
@@ -172,7 +218,29 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
 
   app.post(
     '/v1/fhir/Bundle',
-    { onRequest: requireFhirJson },
+    {
+      onRequest: requireFhirJson,
+      schema: {
+        operationId: 'postFhirBundle',
+        summary: 'A Bundle of one or more patients’ resources',
+        description:
+          'A `collection`, `transaction`, `batch`, `searchset` or `document` Bundle, split per ' +
+          'patient and applied in one commit per patient. Everything is validated before the ' +
+          'first patient is applied.',
+        tags: ['fhir'],
+        documented: {
+          querystring: BundleQuerySchema,
+          body: documentedBody(
+            FHIR_JSON_TYPES,
+            WholeBundleSchema.meta({ examples: [FHIR_BUNDLE_EXAMPLE] }),
+          ),
+        },
+        response: {
+          202: FhirBundleAnswerSchema.meta({ description: 'Applied.' }),
+          ...FHIR_ERRORS,
+        },
+      },
+    },
     async (request: FastifyRequest, reply: FastifyReply) => {
       const bundleType = (request.body as { type?: unknown } | null)?.type;
       const bundle_type = typeof bundleType === 'string' ? bundleType.slice(0, 32) : undefined;

@@ -88,7 +88,8 @@ const EntrySchema = z.looseObject({
   resource: ResourceSchema.optional(),
 });
 
-const NotificationBundleSchema = z.looseObject({
+/** A notification Bundle's outline (also the OpenAPI description of its route's body). */
+export const NotificationBundleSchema = z.looseObject({
   resourceType: z.literal('Bundle'),
   type: z.enum(NOTIFICATION_BUNDLE_TYPES),
   entry: z

@@ -1,14 +1,27 @@
 import { createHash } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../../config/config-schema.ts';
-import { toValidationItems } from '../../interface/validation-error.ts';
 import { NotFoundError } from '../errors/not-found-error.ts';
 import { UnsupportedMediaTypeError } from '../errors/unsupported-media-type-error.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
+import {
+  BAD_PATH,
+  errorResponse,
+  errorResponses,
+  FHIR_UNAVAILABLE,
+} from '../openapi/error-responses.ts';
+import {
+  EXAMPLE_REST_HOOK,
+  REST_HOOK_CONDITION,
+  REST_HOOK_DELETED_PATIENT,
+} from '../openapi/request-examples.ts';
+import { documentedBody } from '../openapi/ingest-openapi.ts';
+import { FHIR_OK, NO_CONTENT } from '../schemas/answer-schemas.ts';
 import type { FhirClient } from './fhir-client.ts';
 import { FhirServerUnavailableError } from './fhir-errors.ts';
 import type { FhirIngest } from './fhir-ingest.ts';
+import { FHIR_JSON_TYPES, ResourceSchema } from './fhir-resource.ts';
 import type { RestHookCursor } from './rest-hook-cursor.ts';
 
 type RestHook = Config['fhir']['rest_hooks'][number];
@@ -25,18 +38,31 @@ export interface RestHookRouteOptions {
 /** Classic R4 rest-hook endpoints: `<REST_HOOK_ROUTE>/<name>` per `fhir.rest_hooks` entry. */
 export const REST_HOOK_ROUTE = '/v1/fhir/rest-hook';
 
-const Params = z.strictObject({ name: z.string() });
-const ResourceParams = z.strictObject({
-  name: z.string(),
-  type: z.string().regex(/^[A-Z][A-Za-z]+$/, 'a FHIR resource type'),
-  id: z.string().regex(/^[A-Za-z0-9\-.]{1,64}$/, 'a FHIR logical id'),
+const hookName = z.string().meta({
+  description: 'The subscription’s `name` in `fhir.rest_hooks` (404 for another).',
+  examples: [EXAMPLE_REST_HOOK],
 });
+const Params = z.strictObject({ name: hookName });
 
-function parse<T>(schema: z.ZodType<T>, value: unknown, loc: string): T {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success)
-    throw new RequestValidationError(toValidationItems(parsed.error.issues, [loc]));
-  return parsed.data;
+/** `<name>/<Type>/<id>`; `examples` are the type and id the description shows. */
+function resourceParams(examples: { type: string; id: string }) {
+  return z.strictObject({
+    name: hookName,
+    type: z
+      .string()
+      .regex(/^[A-Z][A-Za-z]+$/, 'a FHIR resource type')
+      .meta({ examples: [examples.type] }),
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9\-.]{1,64}$/, 'a FHIR logical id')
+      .meta({ examples: [examples.id] }),
+  });
+}
+
+/** A FHIR resource, or a Bundle of them, as the rest-hook routes take it. */
+function resourceBody(required: boolean, description: string) {
+  const schema = ResourceSchema.meta({ description, examples: [REST_HOOK_CONDITION] });
+  return documentedBody(FHIR_JSON_TYPES, schema, required);
 }
 
 /** `Condition?category=x` -> the type and its search parameters. */
@@ -55,7 +81,7 @@ function splitCriteria(criteria: string): { type: string; params: Record<string,
  * - `DELETE <endpoint>/Patient/<id>`: the patient is purged as HL7 A23 does (204).
  * Resources of types we do not use are acknowledged and counted (`cw_fhir_ignored_total`).
  */
-export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (app, options) => {
+export const restHookRoutes: FastifyPluginAsyncZod<RestHookRouteOptions> = async (app, options) => {
   const { ingest, cursor } = options;
   // A ping without payload is an empty POST; HAPI FHIR sends it as an empty form
   // (application/x-www-form-urlencoded). An empty form is no body; a form with content is refused.
@@ -99,30 +125,74 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
     return { patients, read: found.length };
   }
 
-  app.post(`${REST_HOOK_ROUTE}/:name`, async (request: FastifyRequest, reply: FastifyReply) => {
-    const hook = hookOf(parse(Params, request.params, 'path').name);
-    const body = request.body;
-    if (body === undefined || body === null || body === '') {
-      const outcome = await ping(hook);
-      request.log.info({ ...outcome, outcome: 'ping' }, 'fhir rest-hook');
+  const tags = ['fhir'];
+  const unknownHook = [404, 'No rest-hook subscription of this name.'] as const;
+  const errors = {
+    ...errorResponses(
+      [400, `Malformed JSON, or ${BAD_PATH.toLowerCase()}`],
+      unknownHook,
+      413,
+      415,
+      422,
+    ),
+    503: errorResponse(503, FHIR_UNAVAILABLE),
+  };
+
+  app.post(
+    `${REST_HOOK_ROUTE}/:name`,
+    {
+      schema: {
+        operationId: 'postFhirRestHook',
+        summary: 'A classic R4 rest-hook notification',
+        description:
+          'Without a body (a ping, `payload` absent): the subscription’s `criteria` are read ' +
+          'from `fhir.base_url` for what changed since the last read, and applied. With a body ' +
+          '(a resource, or a Bundle of them): applied as it is.',
+        tags,
+        params: Params,
+        documented: {
+          body: resourceBody(false, 'A resource or a Bundle; none for a ping.'),
+        },
+        response: { 200: FHIR_OK, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const hook = hookOf(request.params.name);
+      const body = request.body;
+      if (body === undefined || body === null || body === '') {
+        const outcome = await ping(hook);
+        request.log.info({ ...outcome, outcome: 'ping' }, 'fhir rest-hook');
+        return reply.code(200).send({ status: 'ok' });
+      }
+      const b = body as { resourceType?: unknown; entry?: { resource?: unknown }[] };
+      const resources =
+        b.resourceType === 'Bundle' ? (b.entry ?? []).map((e) => e.resource) : [body];
+      const digest = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32);
+      const outcome = await ingest.applyResources(
+        resources,
+        `fhir:rest-hook:${hook.name}:${digest}`,
+        ['body'],
+      );
+      request.log.info({ ...outcome, outcome: 'applied' }, 'fhir rest-hook');
       return reply.code(200).send({ status: 'ok' });
-    }
-    const b = body as { resourceType?: unknown; entry?: { resource?: unknown }[] };
-    const resources = b.resourceType === 'Bundle' ? (b.entry ?? []).map((e) => e.resource) : [body];
-    const digest = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32);
-    const outcome = await ingest.applyResources(
-      resources,
-      `fhir:rest-hook:${hook.name}:${digest}`,
-      ['body'],
-    );
-    request.log.info({ ...outcome, outcome: 'applied' }, 'fhir rest-hook');
-    return reply.code(200).send({ status: 'ok' });
-  });
+    },
+  );
 
   app.put(
     `${REST_HOOK_ROUTE}/:name/:type/:id`,
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      const params = parse(ResourceParams, request.params, 'path');
+    {
+      schema: {
+        operationId: 'putFhirRestHookResource',
+        summary: 'A rest-hook notification carrying the full resource (`payload`)',
+        description: 'The resource must be the one the path names (422 otherwise).',
+        tags,
+        params: resourceParams({ type: 'Condition', id: REST_HOOK_CONDITION.id }),
+        documented: { body: resourceBody(true, 'The resource the path names.') },
+        response: { 200: FHIR_OK, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const params = request.params;
       const hook = hookOf(params.name);
       const resource = request.body as { resourceType?: unknown; id?: unknown } | null;
       if (resource?.resourceType !== params.type || resource.id !== params.id) {
@@ -148,8 +218,22 @@ export const restHookRoutes: FastifyPluginAsync<RestHookRouteOptions> = async (a
 
   app.delete(
     `${REST_HOOK_ROUTE}/:name/:type/:id`,
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      const params = parse(ResourceParams, request.params, 'path');
+    {
+      schema: {
+        operationId: 'deleteFhirRestHookResource',
+        summary: 'A rest-hook delete: a Patient is purged (as HL7 A23 does)',
+        description: 'Deletes of other resource types are acknowledged and ignored.',
+        tags,
+        params: resourceParams({ type: 'Patient', id: REST_HOOK_DELETED_PATIENT }),
+        response: {
+          204: NO_CONTENT.meta({ description: 'Purged, or nothing to do.' }),
+          ...errorResponses([400, BAD_PATH], unknownHook, 422),
+          503: errorResponse(503, FHIR_UNAVAILABLE),
+        },
+      },
+    },
+    async (request, reply) => {
+      const params = request.params;
       hookOf(params.name);
       const outcome = await ingest.deleteResource(params.type, params.id);
       request.log.info({ outcome: `delete_${outcome}` }, 'fhir rest-hook');

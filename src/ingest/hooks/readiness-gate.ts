@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { RedisUnavailableError } from '../errors/redis-unavailable-error.ts';
 
 /** Routes that answer whatever the state of Redis: liveness and metrics. */
-const ALWAYS_OPEN = new Set(['/healthz', '/metrics']);
+export const ALWAYS_OPEN: ReadonlySet<string> = new Set(['/healthz', '/metrics']);
 
 /**
  * Until `isReady()` holds (the process has reached Redis once and its queue is set up), every

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { RedisClient } from '../../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
+import { z } from 'zod';
 import { RedisUnavailableError } from '../errors/redis-unavailable-error.ts';
+import { statusAnswer } from '../schemas/answer-schemas.ts';
 
 export interface HealthRouteOptions {
   redis: RedisClient;
@@ -26,25 +28,71 @@ async function ping(redis: RedisClient, timeoutMs: number): Promise<void> {
   }
 }
 
+const METRICS_TEXT = z
+  .string()
+  .meta({ examples: ['cw_ingest_events_total{source="ehr-adt",outcome="accepted"} 1\n'] });
+
 /** `/healthz` (alive), `/readyz` (Redis answers), `/metrics`: public, for probes and scrapers. */
 export const healthRoutes: FastifyPluginAsync<HealthRouteOptions> = async (
   app,
   { redis, registry, readyTimeoutMs = 2_000 },
 ) => {
   const config = { public: true };
+  const tags = ['health'];
 
-  app.get('/healthz', { config }, async () => ({ status: 'ok' }));
+  app.get(
+    '/healthz',
+    {
+      config,
+      schema: {
+        operationId: 'getHealth',
+        summary: 'Liveness: the process answers',
+        tags,
+        response: { 200: statusAnswer('ok').meta({ description: 'Alive.' }) },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  );
 
-  app.get('/readyz', { config }, async () => {
-    try {
-      await ping(redis, readyTimeoutMs);
-    } catch (error) {
-      throw new RedisUnavailableError({ cause: error });
-    }
-    return { status: 'ready' };
-  });
+  app.get(
+    '/readyz',
+    {
+      config,
+      schema: {
+        operationId: 'getReadiness',
+        summary: 'Readiness: Redis answers',
+        tags,
+        response: { 200: statusAnswer('ready').meta({ description: 'Ready to serve.' }) },
+      },
+    },
+    async () => {
+      try {
+        await ping(redis, readyTimeoutMs);
+      } catch (error) {
+        throw new RedisUnavailableError({ cause: error });
+      }
+      return { status: 'ready' };
+    },
+  );
 
-  app.get('/metrics', { config }, async (_request, reply) => {
-    return reply.type(registry.contentType).send(await registry.metrics());
-  });
+  app.get(
+    '/metrics',
+    {
+      config,
+      schema: {
+        operationId: 'getMetrics',
+        summary: 'Prometheus metrics',
+        tags,
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format.',
+            content: { 'text/plain': { schema: METRICS_TEXT } },
+          },
+        },
+      },
+    },
+    async (_request, reply) => {
+      return reply.type(registry.contentType).send(await registry.metrics());
+    },
+  );
 };

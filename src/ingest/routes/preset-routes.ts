@@ -4,6 +4,8 @@ import type { Crosswalk } from '../../identity/crosswalk.ts';
 import type { PresetStore } from '../../presets/preset-store.ts';
 import type { PresetRule } from '../../presets/rules.ts';
 import { NotFoundError } from '../errors/not-found-error.ts';
+import { BAD_PATH, errorResponses } from '../openapi/error-responses.ts';
+import { NO_CONTENT, PresetListSchema, RegisteredPresetSchema } from '../schemas/answer-schemas.ts';
 import { PatientParamsSchema, presetParamsSchema } from '../schemas/patient-params.ts';
 
 export interface PresetRouteOptions {
@@ -28,7 +30,20 @@ export const presetRoutes: FastifyPluginAsyncZod<PresetRouteOptions> = async (
 
   app.put(
     '/v1/patients/:patient_id/presets/:ccsr_category',
-    { schema: { params: PresetParams } },
+    {
+      schema: {
+        operationId: 'putPreset',
+        summary: 'Register a preset: the category’s query runs on each update of the patient',
+        description: 'A patient never seen is registered too (its record may come later).',
+        tags: ['presets'],
+        params: PresetParams,
+        response: {
+          200: RegisteredPresetSchema.meta({ description: 'Already registered.' }),
+          201: RegisteredPresetSchema.meta({ description: 'Registered.' }),
+          ...errorResponses([400, BAD_PATH], 422),
+        },
+      },
+    },
     async (request, reply) => {
       const { patient_id, ccsr_category } = request.params;
       const { patientServiceId } = await crosswalk.resolve(patient_id);
@@ -48,7 +63,22 @@ export const presetRoutes: FastifyPluginAsyncZod<PresetRouteOptions> = async (
 
   app.delete(
     '/v1/patients/:patient_id/presets/:ccsr_category',
-    { schema: { params: PresetParams } },
+    {
+      schema: {
+        operationId: 'deletePreset',
+        summary: 'Remove a registered preset',
+        tags: ['presets'],
+        params: PresetParams,
+        response: {
+          204: NO_CONTENT.meta({ description: 'Removed.' }),
+          ...errorResponses(
+            [400, BAD_PATH],
+            [404, 'A patient never seen, or no such preset for it.'],
+            422,
+          ),
+        },
+      },
+    },
     async (request, reply) => {
       const { patient_id, ccsr_category } = request.params;
       const patientServiceId = await crosswalk.find(patient_id);
@@ -62,7 +92,18 @@ export const presetRoutes: FastifyPluginAsyncZod<PresetRouteOptions> = async (
 
   app.get(
     '/v1/patients/:patient_id/presets',
-    { schema: { params: PatientParamsSchema } },
+    {
+      schema: {
+        operationId: 'listPresets',
+        summary: 'The patient’s presets: registered ones and the rules of every patient',
+        tags: ['presets'],
+        params: PatientParamsSchema,
+        response: {
+          200: PresetListSchema.meta({ description: 'The presets.' }),
+          ...errorResponses([400, BAD_PATH], [404, 'A patient never seen.'], 422),
+        },
+      },
+    },
     async (request) => {
       const patientServiceId = await crosswalk.find(request.params.patient_id);
       if (patientServiceId === undefined) throw unknownPatient();

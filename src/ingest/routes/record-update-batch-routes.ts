@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { CcsrTables } from '../../ccsr/ccsr-tables.ts';
 import type { ValidationErrorItem } from '../../interface/validation-error.ts';
 import { acceptRecordBatch } from '../accept-record-batch.ts';
@@ -8,6 +9,14 @@ import { BatchTooLargeError } from '../errors/batch-too-large-error.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
 import { UnsupportedMediaTypeError } from '../errors/unsupported-media-type-error.ts';
 import type { IngestMetrics, IngestOutcome } from '../ingest-metrics.ts';
+import {
+  errorResponse,
+  errorResponses,
+  RECORD_UPDATE_422,
+  RECORD_UPDATE_503,
+} from '../openapi/error-responses.ts';
+import { RECORD_BATCH_EXAMPLE, RECORD_BATCH_NDJSON_EXAMPLE } from '../openapi/request-examples.ts';
+import { RecordUpdateBatchAnswerSchema } from '../schemas/answer-schemas.ts';
 import { recordUpdateBatchSchema } from '../schemas/record-update-body.ts';
 
 export interface RecordUpdateBatchRouteOptions extends RecordUpdateDeps {
@@ -23,6 +32,12 @@ export const BATCH_ROUTE = '/v1/record-updates/batch';
 
 const NDJSON = 'application/x-ndjson';
 const ACCEPTED_TYPES = new Set(['application/json', NDJSON]);
+
+/** NDJSON as the description shows it: text, one update per line, validated as the JSON array. */
+const NDJSON_BODY = z.string().meta({
+  description: 'One record update per line (blank lines skipped), each as in the JSON array.',
+  examples: [RECORD_BATCH_NDJSON_EXAMPLE],
+});
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -95,11 +110,48 @@ export const recordUpdateBatchRoutes: FastifyPluginAsyncZod<RecordUpdateBatchRou
     },
   );
 
+  const body = recordUpdateBatchSchema({ tables, identifyingFields }).meta({
+    examples: [RECORD_BATCH_EXAMPLE],
+  });
   app.post(
     BATCH_ROUTE,
     {
       bodyLimit: limits.max_bytes,
-      schema: { body: recordUpdateBatchSchema({ tables, identifyingFields }) },
+      schema: {
+        operationId: 'postRecordUpdateBatch',
+        summary: 'Many record updates at once (reconciliations, replays)',
+        description:
+          'Each item is exactly the body of `POST /v1/record-updates`. All or nothing: one bad ' +
+          'item (or malformed NDJSON line) refuses the batch with 422, each bad item named by its ' +
+          'index (`loc: ["body", i, …]`), and nothing is stored. Answered once every item is ' +
+          'durable. At most `ingest.batch.max_items` items and `ingest.batch.max_bytes` bytes.',
+        tags: ['records'],
+        body,
+        documented: {
+          body: {
+            required: true,
+            content: {
+              'application/json': body,
+              [NDJSON]: NDJSON_BODY,
+            },
+          },
+        },
+        response: {
+          202: RecordUpdateBatchAnswerSchema.meta({
+            description: 'Every item stored (or a duplicate); the queries will run.',
+          }),
+          ...errorResponses(
+            400,
+            [
+              413,
+              'More than `ingest.batch.max_items` items, or more than `ingest.batch.max_bytes`.',
+            ],
+            415,
+            [422, RECORD_UPDATE_422],
+          ),
+          503: errorResponse(503, RECORD_UPDATE_503),
+        },
+      },
       onRequest: requireBatchMediaType,
       // Before validation: a batch above the limit is refused without validating its items.
       preValidation: async (request) => {

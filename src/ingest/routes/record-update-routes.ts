@@ -3,6 +3,17 @@ import type { CcsrTables } from '../../ccsr/ccsr-tables.ts';
 import { acceptRecordUpdate, type RecordUpdateDeps } from '../accept-record-update.ts';
 import { requireJson } from '../hooks/require-json.ts';
 import type { IngestMetrics, IngestOutcome } from '../ingest-metrics.ts';
+import {
+  errorResponse,
+  errorResponses,
+  RECORD_UPDATE_422,
+  RECORD_UPDATE_503,
+} from '../openapi/error-responses.ts';
+import { RECORD_UPDATE_EXAMPLE } from '../openapi/request-examples.ts';
+import {
+  RecordUpdateAcceptedSchema,
+  RecordUpdateDuplicateSchema,
+} from '../schemas/answer-schemas.ts';
 import { recordUpdateBodySchema } from '../schemas/record-update-body.ts';
 
 export interface RecordUpdateRouteOptions extends RecordUpdateDeps {
@@ -27,7 +38,29 @@ export const recordUpdateRoutes: FastifyPluginAsyncZod<RecordUpdateRouteOptions>
   app.post(
     '/v1/record-updates',
     {
-      schema: { body: recordUpdateBodySchema({ tables, identifyingFields }) },
+      schema: {
+        operationId: 'postRecordUpdate',
+        summary: 'A change of one patient’s record',
+        description:
+          'Stores the record (when sent) and opens a concordance query per preset category of ' +
+          'the patient (registered, `presets.rules`, `ccsr_categories`). Answered once durable. ' +
+          'Unknown top-level fields are refused; a record is refused when a node’s `metadata` ' +
+          'holds an identifying field (`privacy.identifying_fields`).',
+        tags: ['records'],
+        body: recordUpdateBodySchema({ tables, identifyingFields }).meta({
+          examples: [RECORD_UPDATE_EXAMPLE],
+        }),
+        response: {
+          200: RecordUpdateDuplicateSchema.meta({
+            description: 'The same `event_id` within `ingest.idempotency_ttl_s`: nothing changed.',
+          }),
+          202: RecordUpdateAcceptedSchema.meta({
+            description: 'Stored; the queries will run.',
+          }),
+          ...errorResponses(400, 413, 415, [422, RECORD_UPDATE_422]),
+          503: errorResponse(503, RECORD_UPDATE_503),
+        },
+      },
       onRequest: requireJson,
       // Counted once the answer is out, whatever produced it (handler, validation, auth, Redis).
       onResponse: async (request, reply) => {

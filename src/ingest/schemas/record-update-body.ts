@@ -62,10 +62,20 @@ function identifyingKeys(value: unknown, fields: ReadonlySet<string>): JsonPath[
   return found;
 }
 
+/** The record as the OpenAPI description names it (a component of its own). */
+const AssembledPatientRecord = AssembledPatientSchema.meta({
+  id: 'AssembledPatient',
+  description:
+    'The patient’s de-identified record (nodes, the relationships between them, demographics); ' +
+    'required in an update of a patient never seen. ' +
+    `A node's \`metadata\` is a flat map (at most ${MAX_METADATA_DEPTH} levels deep) and holds ` +
+    'no identifying field.',
+});
+
 /** The body of `POST /v1/record-updates`; unknown top-level fields are refused. */
 export function recordUpdateBodySchema({ tables, identifyingFields }: RecordUpdateBodyOptions) {
   const fields = new Set(identifyingFields.map((field) => field.toLowerCase()));
-  const assembledPatient = AssembledPatientSchema.superRefine((patient, ctx) => {
+  const assembledPatient = AssembledPatientRecord.superRefine((patient, ctx) => {
     let tooDeep = false;
     patient.nodes.forEach((node, i) => {
       const deep = pathDeeperThan(node.metadata, MAX_METADATA_DEPTH);
@@ -99,15 +109,28 @@ export function recordUpdateBodySchema({ tables, identifyingFields }: RecordUpda
 
   return z.strictObject({
     patient_id: PatientIdSchema,
-    /** The sender's id of this update; the same id again within the window is a duplicate. */
-    event_id: z.string().min(1).max(200).optional(),
-    occurred_at: z.iso.datetime({ offset: true }).optional(),
-    source: z.string().max(100).optional(),
+    event_id: z
+      .string()
+      .min(1)
+      .max(200)
+      .optional()
+      .describe(
+        'The sender’s id of this update; the same id again within `ingest.idempotency_ttl_s` ' +
+          'is a duplicate (200). Generated when absent.',
+      ),
+    occurred_at: z.iso.datetime({ offset: true }).optional().describe('When the change happened.'),
+    source: z.string().max(100).optional().describe('The sending system (a metrics label).'),
     assembled_patient: assembledPatient.optional(),
-    /** Kinds of data the update changed (`Observation`, `Condition`): presets rules use them. */
-    changes: z.array(z.string().min(1).max(100)).max(100).optional(),
-    /** Categories to run now, once, without registering them. */
-    ccsr_categories: z.array(ccsrCategorySchema(tables)).max(MAX_EXPLICIT_CATEGORIES).optional(),
+    changes: z
+      .array(z.string().min(1).max(100))
+      .max(100)
+      .optional()
+      .describe('Kinds of data the update changed (`Observation`, `Condition`): rules use them.'),
+    ccsr_categories: z
+      .array(ccsrCategorySchema(tables))
+      .max(MAX_EXPLICIT_CATEGORIES)
+      .optional()
+      .describe('Categories to run now, once, without registering them.'),
   });
 }
 

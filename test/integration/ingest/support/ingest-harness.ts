@@ -38,6 +38,10 @@ export interface HarnessOptions {
   logLevel?: 'trace' | 'info' | 'warn';
   /** `ADMIN_TOKENS`. @defaultValue none */
   adminTokens?: string[];
+  /** `fhir.rest_hooks`. @defaultValue none */
+  restHooks?: Config['fhir']['rest_hooks'];
+  /** The runtime's readiness (`installReadinessGate`). @defaultValue none: always ready */
+  isReady?: () => boolean;
 }
 
 export interface Harness {
@@ -109,6 +113,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
         : { crosswalk_cache: { max_entries: options.crosswalkCacheEntries } }),
     },
     presets: { ...loaded.presets, rules: options.rules ?? [] },
+    fhir: { ...loaded.fhir, rest_hooks: options.restHooks ?? loaded.fhir.rest_hooks },
   };
   const url = options.redisUrl ?? testRedisUrl();
   const redis = requestConnection(url, 'ingest-test');
@@ -141,7 +146,11 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   const patientAdmin = composed.patientAdmin(queues);
   const { admin } = patientAdmin;
   const { crosswalk, records, presets } = composed;
-  const app = await composed.ingestApp({ ...composed.ingestParts(), admin });
+  const app = await composed.ingestApp({
+    ...composed.ingestParts(),
+    admin,
+    ...(options.isReady === undefined ? {} : { isReady: options.isReady }),
+  });
   await app.ready();
   const baseline = new Set(await env.redis.keys(`${prefix}*`));
 
