@@ -33,6 +33,9 @@ import { presetRoutes } from './routes/preset-routes.ts';
 import { recordUpdateBatchRoutes } from './routes/record-update-batch-routes.ts';
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
+import { QUEUE_VIEW_PATH, queueViewRoutes } from './queue-view/queue-view-routes.ts';
+import type { QueueViewSource } from './queue-view/queue-view-source.ts';
+import { StartupError } from '../config/startup-error.ts';
 
 export interface IngestDeps {
   /** The ingest's slice of the configuration; `ingest.tokens` are the accepted bearer tokens. */
@@ -69,6 +72,11 @@ export interface IngestDeps {
    */
   admin?: PatientAdmin;
   /**
+   * What the operator's queue view shows (`App.queueView`): served under `/admin/queues` when
+   * `admin.queue_view.enabled`, which needs it. @defaultValue none
+   */
+  queueView?: QueueViewSource;
+  /**
    * False until the process can serve (Redis reached, queue set up): every route but `/healthz`
    * and `/metrics` answers 503 until then (see `installReadinessGate`).
    * @defaultValue always ready
@@ -91,7 +99,8 @@ function defaultRegistry(): Registry {
 
 /**
  * The ingest HTTP app, ready to `inject()` into or to `listen()` on (the runtime does that): record
- * updates, presets, `/healthz`, `/readyz`, `/metrics`; a bearer token on all but the last three;
+ * updates, presets, `/healthz`, `/readyz`, `/metrics`, and the queue view when it is enabled
+ * (docs/queue-view.md, its own tokens); a bearer token on all but the last three;
  * every error in the interface's `{detail}` format, 503 with `Retry-After` while Redis is
  * unreachable. Serve only once `redis` is ready: a request connection refuses commands (503)
  * while it is still connecting.
@@ -156,6 +165,17 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     tables,
   });
   if (deps.admin !== undefined) await app.register(patientAdminRoutes, { admin: deps.admin });
+  const view = config.admin.queue_view;
+  if (view.enabled) {
+    if (deps.queueView === undefined) {
+      throw new StartupError('admin.queue_view.enabled, but the app was built without its queues');
+    }
+    await app.register(queueViewRoutes, {
+      prefix: QUEUE_VIEW_PATH,
+      config: view,
+      source: deps.queueView,
+    });
+  }
   // One instance for both clinical feeds (and the MLLP listener, which the runtime passes in).
   const updates = deps.updates ?? ClinicalUpdates.fromDeps({ ...deps, locator });
   await app.register(fhirRoutes, { ...deps, registry, updates });
