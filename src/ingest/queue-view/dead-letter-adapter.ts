@@ -1,3 +1,4 @@
+import { STATUSES } from '@bull-board/api/constants/statuses';
 import { BaseAdapter } from '@bull-board/api/dist/queueAdapters/base.js';
 import type {
   AppJobScheduler,
@@ -8,7 +9,7 @@ import type {
   QueueJobJson,
   QueueMetrics,
   Status,
-} from '@bull-board/api/dist/types.js';
+} from '@bull-board/api/typings/app';
 import type { DeadLetterStore } from '../../delivery/dead-letter-store.ts';
 import type { DeadLetterSummary } from '../../delivery/dead-letter.ts';
 import { ReadOnlyError } from '../errors/read-only-error.ts';
@@ -99,7 +100,10 @@ export class DeadLetterAdapter extends BaseAdapter {
   }
 
   async getJobCounts(): Promise<JobCounts> {
-    return { [FAILED]: await this.#store.count() };
+    const failed = await this.#store.count();
+    return Object.fromEntries(
+      Object.values(STATUSES).map((status) => [status, status === FAILED ? failed : 0]),
+    ) as JobCounts;
   }
 
   async getJobs(statuses: JobStatus[], start = 0, end = -1): Promise<QueueJob[]> {
@@ -146,6 +150,5 @@ export class DeadLetterAdapter extends BaseAdapter {
   promoteAll = readOnly;
   removeJobScheduler = readOnly;
   setGlobalConcurrency = readOnly;
-  runJobSchedulerNow = readOnly;
   updateJobScheduler = (): Promise<JobSchedulerUpdateResult> => readOnly();
 }

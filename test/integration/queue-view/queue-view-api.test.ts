@@ -65,8 +65,8 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
     }
     const [p0, p1] = stack.prefixes as [string, string];
     const byName = new Map(queues.map((q) => [q.name, q]));
-    expect(byName.get(boardName(p0, 'dead-letters'))?.counts).toEqual({ failed: 1 });
-    expect(byName.get(boardName(p1, 'dead-letters'))?.counts).toEqual({ failed: 0 });
+    expect(byName.get(boardName(p0, 'dead-letters'))?.counts.failed).toBe(1);
+    expect(byName.get(boardName(p1, 'dead-letters'))?.counts.failed).toBe(0);
     expect(byName.get(boardName(p1, WEBHOOK_DELIVERIES))?.counts.waiting).toBe(1);
     expect(byName.get(boardName(p0, WEBHOOK_DELIVERIES))?.displayName).toBe(
       `${WEBHOOK_DELIVERIES} · partition 0`,
@@ -160,7 +160,7 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
     const { queues } = await boardQueues();
     const byName = new Map(queues.map((q) => [q.name, q]));
     expect(byName.get(decodeURIComponent(name))?.counts.waiting).toBe(1);
-    expect(byName.get(decodeURIComponent(deadLetters))?.counts).toEqual({ failed: 1 });
+    expect(byName.get(decodeURIComponent(deadLetters))?.counts.failed).toBe(1);
   });
 
   it('without its token: pages redirect to the sign-in form, the API and assets answer 401', async () => {
