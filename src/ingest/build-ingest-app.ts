@@ -33,7 +33,6 @@ import { presetRoutes } from './routes/preset-routes.ts';
 import { recordUpdateBatchRoutes } from './routes/record-update-batch-routes.ts';
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
-import { QUEUE_VIEW_PATH, queueViewRoutes } from './queue-view/queue-view-routes.ts';
 import type { QueueViewSource } from './queue-view/queue-view-source.ts';
 import { StartupError } from '../config/startup-error.ts';
 
@@ -170,6 +169,8 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     if (deps.queueView === undefined) {
       throw new StartupError('admin.queue_view.enabled, but the app was built without its queues');
     }
+    // Loaded only when it is on: bull-board and its UI cost a start that does not serve them.
+    const { QUEUE_VIEW_PATH, queueViewRoutes } = await import('./queue-view/queue-view-routes.ts');
     await app.register(queueViewRoutes, {
       prefix: QUEUE_VIEW_PATH,
       config: view,

@@ -19,8 +19,9 @@ export const DEAD_LETTERS = 'dead-letters';
 
 const FAILED = 'failed' satisfies JobStatus;
 
+/** Every change: dead letters are re-driven with `concordance-worker replay`. */
 const readOnly = (): never => {
-  throw new ReadOnlyError('the queue view is read-only: replay dead letters with the CLI');
+  throw new ReadOnlyError();
 };
 
 const epochMs = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));

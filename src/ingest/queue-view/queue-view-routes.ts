@@ -9,7 +9,7 @@ import type { Config } from '../../config/config-schema.ts';
 import { WEBHOOK_DELIVERIES } from '../../delivery/webhook-deliveries-queue.ts';
 import { CONCORDANCE_QUERIES } from '../../queues/queue-names.ts';
 import type { IngestHttpError } from '../errors/ingest-http-error.ts';
-import { ReadOnlyError } from '../errors/read-only-error.ts';
+import { READ_METHODS, ReadOnlyError } from '../errors/read-only-error.ts';
 import { UnauthorizedError } from '../errors/unauthorized-error.ts';
 import { bearerTokenOf } from '../hooks/bearer-auth.ts';
 import { DeadLetterAdapter } from './dead-letter-adapter.ts';
@@ -170,9 +170,7 @@ export async function queueViewRoutes(
     }
     // Read-only whatever the board offers: its changes would take jobs out of step with the
     // delivery and query state kept beside them.
-    if (request.method !== 'GET' && request.method !== 'HEAD') {
-      return answer(reply, new ReadOnlyError('the queue view is read-only'));
-    }
+    if (!READ_METHODS.includes(request.method)) return answer(reply, new ReadOnlyError());
     if (route.startsWith(API)) await refresh();
   });
   app.addHook('onSend', async (_request, reply) => {

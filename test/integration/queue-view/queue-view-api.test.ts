@@ -10,7 +10,8 @@ import {
   boardName,
   INGEST_TOKEN,
   PLANTED_PATIENT_ID,
-  QueueViewStack,
+  startQueueViewStack,
+  type QueueViewStack,
   VIEW_TOKEN,
 } from './support/queue-view-stack.ts';
 
@@ -39,7 +40,7 @@ let dead: ResultEvent;
 let waiting: ResultEvent;
 
 beforeAll(async () => {
-  stack = await QueueViewStack.start({ partitions: 2 });
+  stack = await startQueueViewStack({ partitions: 2 });
   dead = await stack.deadLetter();
   waiting = stack.event(1);
   await stack.routing.router.deliver(waiting);

@@ -2,15 +2,14 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { WEBHOOK_DELIVERIES } from '../../../src/delivery/webhook-deliveries-queue.ts';
 import { QUEUE_VIEW_COOKIE } from '../../../src/ingest/queue-view/queue-view-routes.ts';
 import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
 import {
   INGEST_TOKEN,
   PLANTED_PATIENT_ID,
-  QueueViewStack,
+  startQueueViewStack,
   VIEW_TOKEN,
 } from './support/queue-view-stack.ts';
 
@@ -41,24 +40,19 @@ async function launchChromium(profile: string): Promise<BrowserContext> {
   });
 }
 
-let stack: QueueViewStack;
-let dead: ResultEvent;
-let context: BrowserContext | undefined;
-const profile = mkdtempSync(join(tmpdir(), 'cw-queue-view-chromium-'));
-
-beforeAll(async () => {
-  stack = await QueueViewStack.start();
-  dead = await stack.deadLetter();
-});
-afterAll(async () => {
-  await context?.close();
-  rmSync(profile, { recursive: true, force: true });
-  await stack?.close();
-});
-
 describe('queue view in Chromium', () => {
   it('signs in with the queue-view token and shows every queue and the dead letter; without it the page redirects to sign-in and the API answers 401', async () => {
-    context = await launchChromium(profile);
+    const profile = mkdtempSync(join(tmpdir(), 'cw-queue-view-chromium-'));
+    const closers: (() => unknown)[] = [() => rmSync(profile, { recursive: true, force: true })];
+    onTestFinished(async () => {
+      for (const close of closers.splice(0)) await close();
+    });
+    const context = await launchChromium(profile);
+    closers.unshift(() => context.close());
+    const stack = await startQueueViewStack();
+    closers.unshift(() => stack.close());
+    const dead = await stack.deadLetter();
+
     const page = await context.newPage();
     const api = stack.at('/api/queues');
 

@@ -10,11 +10,10 @@ import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys
 import { QUEUE_VIEW_PATH } from '../../../../src/ingest/queue-view/queue-view-routes.ts';
 import { CONCORDANCE_QUERIES } from '../../../../src/queues/queue-names.ts';
 import { workerConnection } from '../../../../src/queues/redis-connections.ts';
-import type { RunningProcess } from '../../../../src/runtime/run-worker.ts';
 import { runIngest } from '../../../../src/runtime/run-ingest.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../../../../tools/webhook-receiver.ts';
+import { startWebhookReceiver } from '../../../../tools/webhook-receiver.ts';
 import { makeEvent, newSecret } from '../../delivery/delivery-fixture.ts';
-import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
+import { captureLogs } from '../../../support/log-capture.ts';
 import { newOutboundKey } from '../../../support/outbound.ts';
 import { isolatedRedis, testRedisEndpoint, testRedisEnv } from '../../../support/redis.ts';
 
@@ -36,144 +35,117 @@ export const boardName = (prefix: string, queue: string): string => `${prefix}:$
  * webhook receiver that answers 503 to everything, so that a delivery retries until its
  * `max_age_ms` and is dead-lettered.
  */
-export class QueueViewStack {
-  readonly url: string;
-  readonly config: Config;
+export interface QueueViewStack {
+  /** The ingest API's address. */
+  url: string;
+  config: Config;
   /** The delivery side's composition (same configuration and CROSSWALK_KEY as the ingest). */
-  readonly app: App;
-  readonly logs: LogCapture;
-  readonly receiver: WebhookReceiver;
-  readonly routing: DeliveryRouting;
-  readonly #closers: (() => Promise<unknown>)[];
-
-  private constructor(parts: {
-    url: string;
-    config: Config;
-    app: App;
-    logs: LogCapture;
-    receiver: WebhookReceiver;
-    routing: DeliveryRouting;
-    closers: (() => Promise<unknown>)[];
-  }) {
-    this.url = parts.url;
-    this.config = parts.config;
-    this.app = parts.app;
-    this.logs = parts.logs;
-    this.receiver = parts.receiver;
-    this.routing = parts.routing;
-    this.#closers = parts.closers;
-  }
-
-  static async start(options: { partitions?: number } = {}): Promise<QueueViewStack> {
-    const closers: (() => Promise<unknown>)[] = [];
-    const secret = newSecret();
-    const receiver = await startWebhookReceiver({ secret, respond: () => RECEIVER_STATUS });
-    closers.unshift(() => receiver.close());
-    const isolated = await isolatedRedis();
-    closers.unshift(() => isolated.cleanup());
-    const loaded = loadConfig({
-      env: {
-        ...testRedisEnv(),
-        REDIS_PARTITIONS: String(options.partitions ?? 1),
-        REDIS_PREFIX: isolated.prefix,
-        INGEST_TOKENS: INGEST_TOKEN,
-        QUEUE_VIEW_ENABLED: 'true',
-        QUEUE_VIEW_TOKENS: VIEW_TOKEN,
-        CROSSWALK_KEY: generateCrosswalkSecret(),
-        OUTBOUND_KEY: newOutboundKey(),
-        WEBHOOK_URL: receiver.url,
-        WEBHOOK_SECRET: secret,
-        INGEST_PORT: '0',
-        INGEST_HOST: '127.0.0.1',
-        METRICS_PORT: '0',
-        LOG_LEVEL: 'warn',
-      },
-    });
-    const config: Config = {
-      ...loaded,
-      hl7v2: { ...loaded.hl7v2, mllp: { ...loaded.hl7v2.mllp, enabled: false } },
-      delivery: {
-        ...loaded.delivery,
-        only_changed: false,
-        outbound_queue: { ...loaded.delivery.outbound_queue, enabled: true },
-        webhook: {
-          ...loaded.delivery.webhook,
-          backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
-          // A few attempts, then the delivery is given up and dead-lettered.
-          max_age_ms: 600,
-          probe_interval_ms: 0,
-        },
-      },
-    };
-    const logs = captureLogs();
-    const ingest: RunningProcess = await runIngest(config, logs.logger, {
-      registry: new Registry(),
-    });
-    closers.unshift(() => ingest.close());
-    await ingest.ready;
-
-    // The delivery side, as `work` builds it, on a connection of its own.
-    const connection = workerConnection(testRedisEndpoint(), 'test-queue-view-work');
-    const app = App.compose(config, logs.logger, { redis: connection, registry: new Registry() });
-    const routing = app.deliveryRouter(connection);
-    const { worker, queue } = await app.webhookDeliveries(connection, 0);
-    closers.unshift(async () => {
-      await worker.close();
-      await queue.close();
-      await routing.close();
-      connection.disconnect();
-    });
-    return new QueueViewStack({
-      url: ingest.url,
-      config,
-      app,
-      logs,
-      receiver,
-      routing,
-      closers,
-    });
-  }
-
-  get prefixes(): readonly string[] {
-    return this.app.partitions.prefixes;
-  }
-
+  app: App;
+  routing: DeliveryRouting;
+  /** Every partition's key prefix. */
+  prefixes: readonly string[];
   /** The board's names of every queue the deployment has, and of each partition's dead letters. */
-  expectedQueues(): string[] {
-    const outbound = this.config.delivery.outbound_queue.name;
-    return [
-      ...this.prefixes.map((p) => boardName(p, CONCORDANCE_QUERIES)),
-      boardName(this.prefixes[0] as string, outbound),
-      ...this.prefixes.map((p) => boardName(p, WEBHOOK_DELIVERIES)),
-      ...this.prefixes.map((p) => boardName(p, 'dead-letters')),
-    ];
-  }
-
+  expectedQueues(): string[];
   /** A result event of a patient of `partition`, naming the planted local patient id. */
-  event(partition: number): ResultEvent {
-    return makeEvent({
-      patient_id: PLANTED_PATIENT_ID,
-      patient_service_id: this.app.partitions.drawPatientId(partition),
-    });
-  }
-
+  event(partition: number): ResultEvent;
   /**
    * Puts an event of partition 0 through the router and resolves once the webhook worker has
    * dead-lettered it (the receiver answers 503 until its `max_age_ms` is past).
    */
-  async deadLetter(): Promise<ResultEvent> {
-    const event = this.event(0);
-    await this.routing.router.deliver(event);
-    await this.logs.waitFor((e) => e.event_id === event.id && e.outcome === 'dead_lettered');
-    return event;
-  }
-
+  deadLetter(): Promise<ResultEvent>;
   /** The view's URL of `path` (under /admin/queues). */
-  at(path = ''): string {
-    return `${this.url}${QUEUE_VIEW_PATH}${path}`;
-  }
+  at(path?: string): string;
+  close(): Promise<void>;
+}
 
-  async close(): Promise<void> {
-    for (const close of this.#closers.splice(0)) await close();
-  }
+export async function startQueueViewStack(
+  options: { partitions?: number } = {},
+): Promise<QueueViewStack> {
+  const closers: (() => Promise<unknown>)[] = [];
+  const secret = newSecret();
+  const receiver = await startWebhookReceiver({ secret, respond: () => RECEIVER_STATUS });
+  closers.unshift(() => receiver.close());
+  const isolated = await isolatedRedis();
+  closers.unshift(() => isolated.cleanup());
+  const loaded = loadConfig({
+    env: {
+      ...testRedisEnv(),
+      REDIS_PARTITIONS: String(options.partitions ?? 1),
+      REDIS_PREFIX: isolated.prefix,
+      INGEST_TOKENS: INGEST_TOKEN,
+      QUEUE_VIEW_ENABLED: 'true',
+      QUEUE_VIEW_TOKENS: VIEW_TOKEN,
+      CROSSWALK_KEY: generateCrosswalkSecret(),
+      OUTBOUND_KEY: newOutboundKey(),
+      WEBHOOK_URL: receiver.url,
+      WEBHOOK_SECRET: secret,
+      INGEST_PORT: '0',
+      INGEST_HOST: '127.0.0.1',
+      METRICS_PORT: '0',
+      LOG_LEVEL: 'warn',
+    },
+  });
+  const config: Config = {
+    ...loaded,
+    hl7v2: { ...loaded.hl7v2, mllp: { ...loaded.hl7v2.mllp, enabled: false } },
+    delivery: {
+      ...loaded.delivery,
+      only_changed: false,
+      outbound_queue: { ...loaded.delivery.outbound_queue, enabled: true },
+      webhook: {
+        ...loaded.delivery.webhook,
+        backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
+        // A few attempts, then the delivery is given up and dead-lettered.
+        max_age_ms: 600,
+        probe_interval_ms: 0,
+      },
+    },
+  };
+  const logs = captureLogs();
+  const ingest = await runIngest(config, logs.logger, { registry: new Registry() });
+  closers.unshift(() => ingest.close());
+  await ingest.ready;
+
+  // The delivery side, as `work` builds it, on a connection of its own.
+  const connection = workerConnection(testRedisEndpoint(), 'test-queue-view-work');
+  const app = App.compose(config, logs.logger, { redis: connection, registry: new Registry() });
+  const routing = app.deliveryRouter(connection);
+  const { worker, queue } = await app.webhookDeliveries(connection, 0);
+  closers.unshift(async () => {
+    await worker.close();
+    await queue.close();
+    await routing.close();
+    connection.disconnect();
+  });
+
+  const prefixes = app.partitions.prefixes;
+  const event = (partition: number) =>
+    makeEvent({
+      patient_id: PLANTED_PATIENT_ID,
+      patient_service_id: app.partitions.drawPatientId(partition),
+    });
+  return {
+    url: ingest.url,
+    config,
+    app,
+    routing,
+    prefixes,
+    expectedQueues: () => [
+      ...prefixes.map((p) => boardName(p, CONCORDANCE_QUERIES)),
+      boardName(prefixes[0] as string, config.delivery.outbound_queue.name),
+      ...prefixes.map((p) => boardName(p, WEBHOOK_DELIVERIES)),
+      ...prefixes.map((p) => boardName(p, 'dead-letters')),
+    ],
+    event,
+    async deadLetter() {
+      const dead = event(0);
+      await routing.router.deliver(dead);
+      await logs.waitFor((e) => e.event_id === dead.id && e.outcome === 'dead_lettered');
+      return dead;
+    },
+    at: (path = '') => `${ingest.url}${QUEUE_VIEW_PATH}${path}`,
+    async close() {
+      for (const close of closers.splice(0)) await close();
+    },
+  };
 }
