@@ -397,8 +397,8 @@ export const ConfigSchema = z.strictObject({
         .min(60)
         .max(7 * 86_400),
       /**
-       * When the session cookie is marked `Secure`: `auto` when the request came over TLS to this
-       * process, `always` behind a proxy that terminates TLS.
+       * When the session cookie is marked `Secure`: `auto` when the sign-in came over TLS (to this
+       * process, or to a proxy that says so with `X-Forwarded-Proto: https`), `always` always.
        */
       secure_cookie: z.enum(['auto', 'always']),
     }),

@@ -74,6 +74,17 @@ function answer(reply: FastifyReply, error: IngestHttpError): FastifyReply {
   return reply.code(error.statusCode).headers(error.headers).send(error.body);
 }
 
+/**
+ * Whether the browser reached us over TLS: this process's own connection, or a proxy in front that
+ * terminated TLS and says so (`X-Forwarded-Proto: https`). Trusting the header is safe here: it can
+ * only add `Secure` to the cookie, which a plain-HTTP client then does not send back.
+ */
+function overTls(request: FastifyRequest): boolean {
+  const forwarded = request.headers['x-forwarded-proto'];
+  const first = (Array.isArray(forwarded) ? forwarded[0] : forwarded)?.split(',')[0]?.trim();
+  return request.protocol === 'https' || first?.toLowerCase() === 'https';
+}
+
 /** The board's name for a queue: its Redis key root (`<prefix>:<queue>`), grouped by prefix. */
 const boardPrefix = (place: QueueViewPlace) => `${place.prefix}:`;
 
@@ -188,7 +199,7 @@ export async function queueViewRoutes(
     const form = LoginFormSchema.safeParse(request.body);
     const session = form.success ? sessions.open(form.data.token) : undefined;
     if (session === undefined) return login(reply, true);
-    const secure = config.secure_cookie === 'always' || request.protocol === 'https';
+    const secure = config.secure_cookie === 'always' || overTls(request);
     return reply
       .setCookie(QUEUE_VIEW_COOKIE, session, {
         path: QUEUE_VIEW_PATH,

@@ -184,11 +184,11 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
   });
 
   it('signs in with its token (HttpOnly, SameSite=Strict session cookie) and out again', async () => {
-    const form = (token: string) =>
+    const form = (token: string, headers: Record<string, string> = {}) =>
       fetch(stack.at('/login'), {
         method: 'POST',
         redirect: 'manual',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
         body: new URLSearchParams({ token }),
       });
     const refused = await form(INGEST_TOKEN);
@@ -205,6 +205,9 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
       ['HttpOnly', 'Max-Age=28800', 'Path=/admin/queues', 'SameSite=Strict'].sort(),
     );
     expect(setCookie).not.toContain(VIEW_TOKEN);
+    // Behind a proxy that terminated TLS and says so, the cookie is Secure.
+    const proxied = await form(VIEW_TOKEN, { 'x-forwarded-proto': 'https' });
+    expect(proxied.headers.get('set-cookie')?.split('; ')).toContain('Secure');
     const session = { cookie: setCookie.split(';')[0] ?? '' };
     expect((await get('/api/queues', session)).status).toBe(200);
     const page = await get('/', session);
