@@ -6,6 +6,7 @@ import { serviceClientOptions } from '../config/service-client-options.ts';
 import { StartupError } from '../config/startup-error.ts';
 import { createDeliveryRouter, type DeliveryRouting } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
+import { deploymentQueues } from '../delivery/deployment-queues.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import type { ResultSink } from '../delivery/result-sink.ts';
@@ -15,6 +16,7 @@ import { Crosswalk } from '../identity/crosswalk.ts';
 import { buildIngestApp, type IngestDeps } from '../ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
 import { PatientLocator } from '../ingest/patient-locator.ts';
+import type { QueueViewSource } from '../ingest/queue-view/queue-view-source.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
@@ -260,11 +262,51 @@ export class App {
     });
   }
 
+  /**
+   * What the operator's queue view shows, opened on `connection` (the ingest's queue connection):
+   * the deployment's queues as `status` lists them, opened for reading only (no meta update), and
+   * each partition's dead letters. Undefined unless `admin.queue_view.enabled`.
+   */
+  queueView(connection: RedisClient): QueueViewSource | undefined {
+    if (!this.config.admin.queue_view.enabled) return undefined;
+    const opened = new Map<string, Queue>();
+    const open = (name: string, prefix: string) => {
+      const key = `${prefix}:${name}`;
+      let queue = opened.get(key);
+      if (queue === undefined) {
+        queue = new Queue(name, { connection, prefix, skipMetasUpdate: true });
+        // Its errors are the shared connection's (reported by the process's outage log).
+        queue.on('error', () => undefined);
+        opened.set(key, queue);
+      }
+      return queue;
+    };
+    const retentionDays = this.config.delivery.dead_letters.retention_days;
+    return {
+      partitions: this.partitions.count,
+      queues: async () =>
+        (await deploymentQueues(this.config, connection, this.partitions)).map(
+          ({ name, partition }) => {
+            const prefix = this.partitions.prefixAt(partition);
+            return { partition, prefix, queue: open(name, prefix) };
+          },
+        ),
+      deadLetters: this.partitions.prefixes.map((prefix, partition) => ({
+        partition,
+        prefix,
+        store: new DeadLetterStore({ redis: connection, prefix, retentionDays }),
+      })),
+      async close() {
+        for (const queue of opened.values()) await queue.close();
+      },
+    };
+  }
+
   /** The ingest HTTP app on the app's stores (see buildIngestApp). */
   ingestApp(
     parts: Pick<
       IngestDeps,
-      'committer' | 'terminology' | 'locator' | 'updates' | 'admin' | 'isReady'
+      'committer' | 'terminology' | 'locator' | 'updates' | 'admin' | 'isReady' | 'queueView'
     >,
   ) {
     return buildIngestApp({

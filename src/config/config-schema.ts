@@ -380,6 +380,28 @@ export const ConfigSchema = z.strictObject({
       /** Entries the `${prefix}:audit` stream keeps (approximately; the oldest are trimmed). */
       max_entries: z.int().min(1_000),
     }),
+    /**
+     * The operator's queue view (bull-board, read-only) on the ingest port under `/admin/queues`
+     * (docs/queue-view.md). Off unless `enabled` (`QUEUE_VIEW_ENABLED`).
+     */
+    queue_view: z.strictObject({
+      enabled: z.boolean(),
+      /**
+       * Set only from the environment (`QUEUE_VIEW_TOKENS`, comma-separated): the view's own
+       * tokens, none of them an ingest or admin token.
+       */
+      tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+      /** How long a login lasts (the session cookie's lifetime). */
+      session_ttl_s: z
+        .int()
+        .min(60)
+        .max(7 * 86_400),
+      /**
+       * When the session cookie is marked `Secure`: `auto` when the sign-in came over TLS (to this
+       * process, or to a proxy that says so with `X-Forwarded-Proto: https`), `always` always.
+       */
+      secure_cookie: z.enum(['auto', 'always']),
+    }),
   }),
   queries: QueriesSchema,
   worker: z.strictObject({

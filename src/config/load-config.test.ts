@@ -156,6 +156,54 @@ describe('loadConfig: secret strength', () => {
     expect(text).not.toContain(strong.INGEST_TOKENS.split(',')[0]);
   });
 
+  it('takes the queue view from the environment: off by default, its own strong tokens', () => {
+    const view = randomBytes(24).toString('base64url');
+    expect(loadConfig({ env: strong }).admin.queue_view).toEqual({
+      enabled: false,
+      session_ttl_s: 28_800,
+      secure_cookie: 'auto',
+    });
+    for (const [raw, enabled] of [
+      ['true', true],
+      ['1', true],
+      ['YES', true],
+      ['false', false],
+      ['0', false],
+    ] as const) {
+      const config = loadConfig({
+        env: { ...strong, QUEUE_VIEW_ENABLED: raw, QUEUE_VIEW_TOKENS: ` ${view} ,` },
+      });
+      expect(config.admin.queue_view).toMatchObject({ enabled, tokens: [view] });
+    }
+    expect(problemsOf(() => loadConfig({ env: { QUEUE_VIEW_ENABLED: 'on' } }))).toEqual([
+      expect.objectContaining({ path: 'admin.queue_view.enabled' }),
+    ]);
+    const reused = strong.INGEST_TOKENS.split(',')[0] ?? '';
+    const problems = problemsOf(() =>
+      loadConfig({
+        env: {
+          ...strong,
+          ADMIN_TOKENS: view,
+          QUEUE_VIEW_TOKENS: `${'a'.repeat(16)},${reused},${view}`,
+        },
+      }),
+    );
+    expect(problems.map((p) => p.path)).toEqual([
+      'admin.queue_view.tokens.0',
+      'admin.queue_view.tokens.1',
+      'admin.queue_view.tokens.2',
+    ]);
+    expect(problems[1]?.message).toMatch(/also an ingest or admin token/);
+    expect(problems.map((p) => p.message).join('\n')).not.toContain(reused);
+    const path = file(`admin:\n  queue_view:\n    tokens: [${view}]\n`);
+    expect(problemsOf(() => loadConfig({ file: path, env: {} }))).toEqual([
+      {
+        path: 'admin.queue_view.tokens',
+        message: 'secrets come only from the environment: set QUEUE_VIEW_TOKENS',
+      },
+    ]);
+  });
+
   it('refuses a placeholder password in REDIS_URL without repeating it', () => {
     const problems = problemsOf(() =>
       loadConfig({ env: { REDIS_URL: 'rediss://cw:change-me@redis.example.org:6380' } }),

@@ -48,7 +48,7 @@ function readYaml(file: string | URL, problems: ConfigProblem[]): Tree {
 const ENV_PATHS: readonly [
   variable: string,
   path: readonly string[],
-  kind: 'string' | 'int' | 'list',
+  kind: 'string' | 'int' | 'list' | 'bool',
 ][] = [
   ['SERVICE_ENV', ['service', 'env'], 'string'],
   ['SERVICE_BASE_URL', ['service', 'base_url'], 'string'],
@@ -61,6 +61,8 @@ const ENV_PATHS: readonly [
   ['INGEST_HOST', ['ingest', 'host'], 'string'],
   ['INGEST_TOKENS', ['ingest', 'tokens'], 'list'],
   ['ADMIN_TOKENS', ['admin', 'tokens'], 'list'],
+  ['QUEUE_VIEW_ENABLED', ['admin', 'queue_view', 'enabled'], 'bool'],
+  ['QUEUE_VIEW_TOKENS', ['admin', 'queue_view', 'tokens'], 'list'],
   ['MLLP_PORT', ['hl7v2', 'mllp', 'port'], 'int'],
   ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
@@ -94,6 +96,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['service', 'api_key'], 'SERVICE_API_KEY'],
   [['ingest', 'tokens'], 'INGEST_TOKENS'],
   [['admin', 'tokens'], 'ADMIN_TOKENS'],
+  [['admin', 'queue_view', 'tokens'], 'QUEUE_VIEW_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
@@ -111,6 +114,14 @@ function has(tree: Tree, path: readonly string[]): boolean {
   return isTree(branch) && has(branch, rest);
 }
 
+/** `true`/`false` (also `1`/`0`, `yes`/`no`, any case); anything else stays text for zod to refuse. */
+function boolOf(raw: string): boolean | string {
+  const value = raw.trim().toLowerCase();
+  if (['true', '1', 'yes'].includes(value)) return true;
+  if (['false', '0', 'no'].includes(value)) return false;
+  return raw;
+}
+
 function fromEnv(env: NodeJS.ProcessEnv): Tree {
   let out: Tree = {};
   for (const [variable, path, kind] of ENV_PATHS) {
@@ -124,7 +135,9 @@ function fromEnv(env: NodeJS.ProcessEnv): Tree {
             .filter((item) => item !== '')
         : kind === 'int' && /^-?\d+$/.test(raw.trim())
           ? Number(raw)
-          : raw;
+          : kind === 'bool'
+            ? boolOf(raw)
+            : raw;
     out = merge(out, path.reduceRight<unknown>((acc, key) => ({ [key]: acc }), value) as Tree);
   }
   return out;

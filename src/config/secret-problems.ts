@@ -46,6 +46,17 @@ export function secretProblems(config: Config): ConfigProblem[] {
   config.ingest.tokens?.forEach((token, index) => {
     add(`ingest.tokens.${index}`, checkToken(`INGEST_TOKENS (token ${index + 1})`, token));
   });
+  // The queue view's tokens are its own: one that also opens the ingest or admin routes is refused.
+  const others = new Set([...(config.ingest.tokens ?? []), ...(config.admin.tokens ?? [])]);
+  config.admin.queue_view.tokens?.forEach((token, index) => {
+    const path = `admin.queue_view.tokens.${index}`;
+    add(path, checkToken(`QUEUE_VIEW_TOKENS (token ${index + 1})`, token));
+    if (others.has(token)) {
+      add(path, [
+        `QUEUE_VIEW_TOKENS (token ${index + 1}) is also an ingest or admin token: give the queue view a token of its own`,
+      ]);
+    }
+  });
   const apiKey = config.service.api_key;
   if (apiKey !== undefined) {
     const samples = config.service.env === 'local' ? [] : [SIMULATOR_DEV_KEY];

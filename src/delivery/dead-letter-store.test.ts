@@ -90,6 +90,39 @@ describe('DeadLetterStore', () => {
     await expect(store.get(kept.event.id)).rejects.toThrow();
   });
 
+  it('summarises letters newest first, page by page, without the keys and naming no patient', async () => {
+    const letters = [
+      letter('2026-11-01T07:00:00.000Z', 'END002', 'psid-planted-a'),
+      letter('2026-11-01T08:00:00.000Z', 'CIR007', 'psid-planted-b'),
+      letter('2026-11-01T09:00:00.000Z', 'END002', 'psid-planted-c'),
+    ];
+    for (const l of letters) await store.add(l);
+    const keyless = new DeadLetterStore({
+      redis: redis.redis,
+      prefix: redis.prefix,
+      retentionDays: 2,
+      now: () => now,
+    });
+    const [first, second, third] = letters as [DeadLetter, DeadLetter, DeadLetter];
+    const summaryOf = ({ event, ...rest }: DeadLetter) => ({
+      ...rest,
+      event: {
+        id: event.id,
+        type: event.type,
+        created_at: event.created_at,
+        ccsr_category: event.ccsr_category,
+        status: event.status,
+      },
+    });
+    expect(await keyless.summaries(0, 1)).toEqual([summaryOf(third), summaryOf(second)]);
+    expect(await keyless.summaries(2, 3)).toEqual([summaryOf(first)]);
+    expect(await keyless.summaries(3, 4)).toEqual([]);
+    expect(await keyless.summary(second.event.id)).toEqual(summaryOf(second));
+    expect(await keyless.summary(randomUUID())).toBeUndefined();
+    const shown = JSON.stringify(await keyless.summaries(0, -1));
+    expect(shown).not.toMatch(/MRN-PLANTED-DL|psid-planted|patient_id|"concordance"|triggered_by/);
+  });
+
   it('purges one patient’s letters and keeps the others', async () => {
     const mine = [
       letter('2026-11-01T07:00:00.000Z', 'END002', 'psid-a'),

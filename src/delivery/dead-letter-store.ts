@@ -2,7 +2,12 @@ import type { ChainableCommander } from 'ioredis';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { z } from 'zod';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
-import { DeadLetterSchema, type DeadLetter } from './dead-letter.ts';
+import {
+  DeadLetterSchema,
+  DeadLetterSummarySchema,
+  type DeadLetter,
+  type DeadLetterSummary,
+} from './dead-letter.ts';
 import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
 
 /** A letter as kept in Redis: its event's `patient_id` sealed (see `stored-event.ts`). */
@@ -41,6 +46,9 @@ export interface DeadLetterFilter {
 }
 
 const DAY_MS = 86_400_000;
+
+const summaryOf = (raw: string): DeadLetterSummary =>
+  DeadLetterSummarySchema.parse(JSON.parse(raw));
 
 /**
  * Result events a channel gave up on, with their last error, kept for a retention period so that
@@ -120,6 +128,25 @@ export class DeadLetterStore {
       }
     }
     return letters;
+  }
+
+  /**
+   * Letters `start` to `end` (0-based, inclusive), newest event first, as summaries: read without
+   * the crosswalk keys and never opened, so that they name no patient (the queue view).
+   */
+  async summaries(start: number, end: number): Promise<DeadLetterSummary[]> {
+    await this.#prune();
+    const ids = await this.#redis.zrevrange(this.#byTime, start, end);
+    if (ids.length === 0) return [];
+    const raws = await this.#redis.hmget(this.#records, ...ids);
+    return raws.flatMap((raw) => (raw === null ? [] : [summaryOf(raw)]));
+  }
+
+  /** One letter as a summary (see {@link summaries}). */
+  async summary(id: string): Promise<DeadLetterSummary | undefined> {
+    await this.#prune();
+    const raw = await this.#redis.hget(this.#records, id);
+    return raw === null ? undefined : summaryOf(raw);
   }
 
   /** Removes every letter of a patient; returns how many. */

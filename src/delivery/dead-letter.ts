@@ -23,3 +23,19 @@ export const DeadLetterSchema = z.object({
   dead_lettered_at: z.iso.datetime(),
 });
 export type DeadLetter = z.infer<typeof DeadLetterSchema>;
+
+/**
+ * A dead letter as shown without opening its event (the operator's queue view): the letter and
+ * the event fields that name no patient. Parsing a kept letter with it drops the rest — the
+ * `patient_id` (sealed or not), `patient_service_id`, the result and what triggered it.
+ */
+export const DeadLetterSummarySchema = DeadLetterSchema.extend({
+  event: ResultEventSchema.pick({
+    id: true,
+    type: true,
+    created_at: true,
+    ccsr_category: true,
+    status: true,
+  }),
+});
+export type DeadLetterSummary = z.infer<typeof DeadLetterSummarySchema>;

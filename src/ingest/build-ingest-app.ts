@@ -34,6 +34,8 @@ import { recordUpdateBatchRoutes } from './routes/record-update-batch-routes.ts'
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
 import { registerIngestOpenApi } from './openapi/ingest-openapi.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
+import type { QueueViewSource } from './queue-view/queue-view-source.ts';
+import { StartupError } from '../config/startup-error.ts';
 
 export interface IngestDeps {
   /** The ingest's slice of the configuration; `ingest.tokens` are the accepted bearer tokens. */
@@ -70,6 +72,11 @@ export interface IngestDeps {
    */
   admin?: PatientAdmin;
   /**
+   * What the operator's queue view shows (`App.queueView`): served under `/admin/queues` when
+   * `admin.queue_view.enabled`, which needs it. @defaultValue none
+   */
+  queueView?: QueueViewSource;
+  /**
    * False until the process can serve (Redis reached, queue set up): every route but `/healthz`
    * and `/metrics` answers 503 until then (see `installReadinessGate`).
    * @defaultValue always ready
@@ -92,8 +99,9 @@ function defaultRegistry(): Registry {
 
 /**
  * The ingest HTTP app, ready to `inject()` into or to `listen()` on (the runtime does that): record
- * updates, presets, `/healthz`, `/readyz`, `/metrics`, and its OpenAPI description at
- * `/openapi.json` (docs/ingest-api.md); a bearer token on all but health, readiness and metrics;
+ * updates, presets, `/healthz`, `/readyz`, `/metrics`, its OpenAPI description at `/openapi.json`
+ * (docs/ingest-api.md), and the queue view when it is enabled (docs/queue-view.md, its own
+ * tokens); a bearer token on all but health, readiness and metrics;
  * every error in the interface's `{detail}` format, 503 with `Retry-After` while Redis is
  * unreachable. Serve only once `redis` is ready: a request connection refuses commands (503)
  * while it is still connecting.
@@ -163,6 +171,19 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     tables,
   });
   if (deps.admin !== undefined) await app.register(patientAdminRoutes, { admin: deps.admin });
+  const view = config.admin.queue_view;
+  if (view.enabled) {
+    if (deps.queueView === undefined) {
+      throw new StartupError('admin.queue_view.enabled, but the app was built without its queues');
+    }
+    // Loaded only when it is on: bull-board and its UI cost a start that does not serve them.
+    const { QUEUE_VIEW_PATH, queueViewRoutes } = await import('./queue-view/queue-view-routes.ts');
+    await app.register(queueViewRoutes, {
+      prefix: QUEUE_VIEW_PATH,
+      config: view,
+      source: deps.queueView,
+    });
+  }
   // One instance for both clinical feeds (and the MLLP listener, which the runtime passes in).
   const updates = deps.updates ?? ClinicalUpdates.fromDeps({ ...deps, locator });
   await app.register(fhirRoutes, { ...deps, registry, updates });

@@ -2,13 +2,12 @@ import { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Config } from '../config/config-schema.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
-import { WEBHOOK_DELIVERIES } from '../delivery/webhook-deliveries-queue.ts';
+import { deploymentQueues } from '../delivery/deployment-queues.ts';
 import { QUEUE_JOB_STATES } from '../observability/pipeline-metrics.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { Partitions } from '../queues/partitions.ts';
 import { holdKey, PollSet } from '../queries/poll-set.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
-import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import { topUnmappedProblems, type UnmappedCode } from '../terminology/unmapped-problems.ts';
 
 export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
@@ -61,37 +60,6 @@ export interface ReadStatusOptions {
   now?: () => number;
 }
 
-/**
- * The queues this configuration uses, as (name, partition): the query queue of every partition,
- * the outbound queue (one), the webhook's of every partition only when configured or present.
- */
-async function queuesOf(
-  config: Config,
-  redis: RedisClient,
-  partitions: Partitions,
-): Promise<{ name: string; partition: number }[]> {
-  const each = (name: string) => partitions.prefixes.map((_, partition) => ({ name, partition }));
-  const queues = each(CONCORDANCE_QUERIES);
-  if (
-    config.delivery.outbound_queue.enabled ||
-    (await exists(redis, partitions.base, config.delivery.outbound_queue.name))
-  ) {
-    queues.push({ name: config.delivery.outbound_queue.name, partition: 0 });
-  }
-  if (
-    config.delivery.webhook.url !== null ||
-    (await exists(redis, partitions.base, WEBHOOK_DELIVERIES))
-  ) {
-    queues.push(...each(WEBHOOK_DELIVERIES));
-  }
-  return queues;
-}
-
-async function exists(redis: RedisClient, prefix: string, name: string): Promise<boolean> {
-  const base = `${prefix}:${name}`;
-  return (await redis.exists(`${base}:meta`, `${base}:id`)) > 0;
-}
-
 async function queueStatus(
   queue: Queue,
   partition: number,
@@ -135,7 +103,7 @@ export async function readPipelineStatus({
   const prefix = config.redis.prefix;
   const partitions = Partitions.of(config.redis);
   const at = now();
-  const queues = (await queuesOf(config, redis, partitions)).map(({ name, partition }) => {
+  const queues = (await deploymentQueues(config, redis, partitions)).map(({ name, partition }) => {
     const queue = new Queue(name, { connection: redis, prefix: partitions.prefixAt(partition) });
     // A lost connection surfaces as a failed read below; the event itself is not a crash.
     queue.on('error', () => undefined);

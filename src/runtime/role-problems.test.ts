@@ -47,6 +47,15 @@ describe('roleProblems', () => {
     expect(paths(secrets(), 'start')).toEqual([]);
   });
 
+  it('refuses an enabled queue view without QUEUE_VIEW_TOKENS (ingest only)', () => {
+    const enabled = { ...secrets(), QUEUE_VIEW_ENABLED: 'true' };
+    expect(paths(enabled, 'ingest')).toEqual(['admin.queue_view.tokens']);
+    expect(paths(enabled, 'start')).toEqual(['admin.queue_view.tokens']);
+    expect(paths(enabled, 'work')).toEqual([]);
+    const tokens = { ...enabled, QUEUE_VIEW_TOKENS: randomBytes(24).toString('base64') };
+    expect(paths(tokens, 'start')).toEqual([]);
+  });
+
   it('refuses a pipeline with no delivery channel (workers only)', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'cw-role-')), 'c.yaml');
     writeFileSync(file, 'delivery:\n  outbound_queue: { enabled: false }\n');

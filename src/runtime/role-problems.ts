@@ -101,6 +101,14 @@ export function roleProblems(config: Config, role: Role): ConfigProblem[] {
           'INGEST_TOKENS is not set: give the integration engine a bearer token (comma-separated for several)',
       });
     }
+    const view = config.admin.queue_view;
+    if (view.enabled && (view.tokens === undefined || view.tokens.length === 0)) {
+      problems.push({
+        path: 'admin.queue_view.tokens',
+        message:
+          'the queue view is enabled (QUEUE_VIEW_ENABLED) but QUEUE_VIEW_TOKENS is not set: give it a token of its own',
+      });
+    }
     const { mllp } = config.hl7v2;
     if (mllp.enabled) {
       pair(

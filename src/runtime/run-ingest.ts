@@ -62,7 +62,9 @@ export async function runIngest(
   const patientAdmin = app.patientAdmin(queues);
   const admin = patientAdmin.admin;
   const { updates } = parts;
-  const ingestApp = await app.ingestApp({ ...parts, admin, isReady: () => serving });
+  // The operator's queue view (admin.queue_view.enabled), on the queues' connection.
+  const queueView = app.queueView(forQueues.connection);
+  const ingestApp = await app.ingestApp({ ...parts, admin, queueView, isReady: () => serving });
   let health: HealthServer | undefined;
   if (options.healthServer !== false) {
     health = await startHealthServer({

@@ -1,0 +1,108 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { WEBHOOK_DELIVERIES } from '../../../src/delivery/webhook-deliveries-queue.ts';
+import { QUEUE_VIEW_COOKIE } from '../../../src/ingest/queue-view/queue-view-routes.ts';
+import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
+import {
+  INGEST_TOKEN,
+  PLANTED_PATIENT_ID,
+  startQueueViewStack,
+  VIEW_TOKEN,
+} from './support/queue-view-stack.ts';
+
+/** Debian's Chromium (`apt-get install chromium`), driven by playwright-core. */
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+/** Debian's Chromium in a profile of its own; fails (never skips) when it is not installed. */
+async function launchChromium(profile: string): Promise<BrowserContext> {
+  if (!existsSync(CHROMIUM)) {
+    throw new Error(
+      `${CHROMIUM} is missing: this test drives the queue view in Debian's Chromium. Install it with ` +
+        '`apt-get install -y --no-install-recommends chromium` (.ci/run does so when it is missing).',
+    );
+  }
+  return chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+  });
+}
+
+describe('queue view in Chromium', () => {
+  it('signs in with the queue-view token and shows every queue and the dead letter; without it the page redirects to sign-in and the API answers 401', async () => {
+    const profile = mkdtempSync(join(tmpdir(), 'cw-queue-view-chromium-'));
+    const closers: (() => unknown)[] = [() => rmSync(profile, { recursive: true, force: true })];
+    onTestFinished(async () => {
+      for (const close of closers.splice(0)) await close();
+    });
+    const context = await launchChromium(profile);
+    closers.unshift(() => context.close());
+    const stack = await startQueueViewStack();
+    closers.unshift(() => stack.close());
+    const dead = await stack.deadLetter();
+
+    const page = await context.newPage();
+    const api = stack.at('/api/queues');
+
+    // Without the token: the API answers 401, the page sends the browser to the sign-in form.
+    expect((await context.request.get(api)).status()).toBe(401);
+    await page.goto(stack.at());
+    expect(page.url()).toBe(stack.at('/login'));
+
+    // An ingest token is no queue-view token.
+    await page.fill('#token', INGEST_TOKEN);
+    await page.click('button[type=submit]');
+    await page.getByRole('alert').getByText('That token is not accepted.').waitFor();
+    expect((await context.cookies()).map((c) => c.name)).not.toContain(QUEUE_VIEW_COOKIE);
+
+    await page.fill('#token', VIEW_TOKEN);
+    await page.click('button[type=submit]');
+    await page.waitForURL(stack.at('/'));
+    const [session, ...others] = (await context.cookies()).filter(
+      (c) => c.name === QUEUE_VIEW_COOKIE,
+    );
+    expect(others).toEqual([]);
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin/queues' });
+    expect(session?.value).not.toContain(VIEW_TOKEN);
+
+    // Every queue of the deployment and the dead letters, in the board's menu.
+    const menu = [
+      CONCORDANCE_QUERIES,
+      stack.config.delivery.outbound_queue.name,
+      WEBHOOK_DELIVERIES,
+      'dead-letters',
+    ];
+    const sidebar = page.locator('#bull-board-sidebar');
+    for (const name of menu) await sidebar.getByRole('link', { name, exact: true }).waitFor();
+
+    // The dead letter: a failed job of the dead letters, with its last error; no patient.
+    await sidebar.getByRole('link', { name: 'dead-letters', exact: true }).click();
+    await page.getByText(dead.id, { exact: true }).waitFor();
+    await page.getByText('ERR_WEBHOOK_STATUS (HTTP 503): the endpoint answered 503').waitFor();
+    await page.getByRole('tab', { name: 'Data', exact: true }).click();
+    await page.getByText('"ERR_WEBHOOK_STATUS"').first().waitFor();
+    expect(await page.content()).not.toContain(PLANTED_PATIENT_ID);
+    expect((await context.request.get(api)).status()).toBe(200);
+
+    // Signed out from the board's user menu: the session is gone, the API answers 401 again.
+    await page.locator('header').getByRole('button').last().click();
+    await page.getByText('Sign out', { exact: true }).click();
+    await page.waitForURL(stack.at('/login'));
+    expect((await context.cookies()).map((c) => c.name)).not.toContain(QUEUE_VIEW_COOKIE);
+    expect((await context.request.get(api)).status()).toBe(401);
+    await page.goto(stack.at('/'));
+    expect(page.url()).toBe(stack.at('/login'));
+  });
+});
