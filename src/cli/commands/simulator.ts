@@ -15,6 +15,7 @@ interface SimulatorCliOptions {
   latency: { minMs: number; maxMs: number };
   requestLog: number;
   relationships: number;
+  maxListLimit: number;
   jobTtl: number;
   healthPort?: number;
 }
@@ -92,6 +93,12 @@ export function registerSimulatorCommand(program: Command): void {
       integer(1, 10_000_000),
       5_000,
     )
+    .option(
+      '--max-list-limit <n>',
+      'largest limit of GET /v1/relationships; a larger one is answered 422',
+      integer(1),
+      1_000,
+    )
     .option('--job-ttl <seconds>', 'how long a finished job stays readable', integer(0), 3600)
     .addOption(
       new Option(
@@ -127,6 +134,7 @@ export function registerSimulatorCommand(program: Command): void {
         latency: opts.latency,
         requestLogSize: opts.requestLog,
         relationshipCount: opts.relationships,
+        maxListLimit: opts.maxListLimit,
         jobTtlMs: opts.jobTtl * 1000,
       });
       let health: HealthServer | undefined;
