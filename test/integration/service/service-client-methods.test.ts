@@ -4,7 +4,11 @@ import {
   type ServiceClient,
 } from '../../../src/service/create-service-client.ts';
 import { ServiceValidationError } from '../../../src/service/errors/service-validation-error.ts';
-import { startSimulator, type RunningSimulator } from '../../../src/simulator/start-simulator.ts';
+import {
+  startSimulator,
+  type RunningSimulator,
+  type SimulatorOptions,
+} from '../../../src/simulator/start-simulator.ts';
 import { recordingHooks } from './support/recorders.ts';
 import { SAMPLE_CATEGORY, samplePatient } from '../../support/sample-patient.ts';
 import { SimulatorAdmin } from './support/simulator-admin.ts';
@@ -12,19 +16,27 @@ import { SimulatorAdmin } from './support/simulator-admin.ts';
 const API_KEY = 'test-key';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
+/** A simulator on a free port with 120 relationships, its admin API, and a client of it. */
+async function startService(options: Partial<SimulatorOptions> = {}) {
+  const running = await startSimulator({
+    port: 0,
+    apiKeys: [API_KEY],
+    relationshipCount: 120,
+    ...options,
+  });
+  return {
+    running,
+    admin: new SimulatorAdmin(running.url, API_KEY),
+    client: createServiceClient({ baseUrl: running.url, apiKey: API_KEY }),
+  };
+}
+
 let simulator: RunningSimulator;
 let admin: SimulatorAdmin;
 let client: ServiceClient;
 
 beforeAll(async () => {
-  simulator = await startSimulator({
-    port: 0,
-    apiKeys: [API_KEY],
-    latency: { minMs: 0, maxMs: 0 },
-    relationshipCount: 120,
-  });
-  admin = new SimulatorAdmin(simulator.url, API_KEY);
-  client = createServiceClient({ baseUrl: simulator.url, apiKey: API_KEY });
+  ({ running: simulator, admin, client } = await startService({ latency: { minMs: 0, maxMs: 0 } }));
 });
 afterAll(() => simulator.close());
 beforeEach(() => admin.reset());
@@ -210,14 +222,11 @@ describe('a page size the service refuses', () => {
   let cappedClient: ServiceClient;
 
   beforeAll(async () => {
-    capped = await startSimulator({
-      port: 0,
-      apiKeys: [API_KEY],
-      relationshipCount: 120,
-      maxListLimit: 30,
-    });
-    cappedAdmin = new SimulatorAdmin(capped.url, API_KEY);
-    cappedClient = createServiceClient({ baseUrl: capped.url, apiKey: API_KEY });
+    ({
+      running: capped,
+      admin: cappedAdmin,
+      client: cappedClient,
+    } = await startService({ maxListLimit: 30 }));
   });
   afterAll(() => capped.close());
   beforeEach(() => cappedAdmin.reset());
