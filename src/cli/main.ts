@@ -41,6 +41,12 @@ registerOutboundCommand(program);
 registerKeysCommand(program);
 registerRedisCommand(program);
 
+// Output piped into a reader that stops early (`| head`) ends the command quietly.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
+
 try {
   await program.parseAsync(process.argv);
 } catch (err) {

@@ -194,7 +194,7 @@ describe('concordance-worker relationships: sort and page sizes', () => {
 });
 
 describe('concordance-worker relationships list --all against a service without a small limit', () => {
-  it('walks 2,500 relationships in pages of 1,000', async () => {
+  it('walks 2,500 relationships in pages of 1,000, and ends quietly when its reader goes', async () => {
     const simulator = await startSimulator({
       port: 0,
       apiKeys: ['cli-key'],
@@ -213,6 +213,17 @@ describe('concordance-worker relationships list --all against a service without 
         ['1000', 200],
         ['1000', 200],
       ]);
+
+      // Half a megabyte of JSON into a reader that stops after the first chunk (`| head`).
+      const cut = await cli(
+        ['relationships', 'list', '--all', '--json'],
+        { SERVICE_BASE_URL: simulator.url, SERVICE_API_KEY: 'cli-key' },
+        '',
+        { stopReadingAfterFirstChunk: true },
+      );
+      expect(cut.stdout.startsWith('{')).toBe(true);
+      expect(cut.stdout.length).toBeLessThan(result.stdout.length);
+      expect(cut).toMatchObject({ code: 0, stderr: '' });
     } finally {
       await simulator.close();
     }

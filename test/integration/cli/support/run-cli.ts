@@ -13,12 +13,14 @@ export interface CliResult {
 
 /**
  * Runs `concordance-worker ARGS` (the sources' main.ts) with only PATH, HOME and `env` in its
- * environment, writes `input` to its standard input, and resolves once it has exited.
+ * environment, writes `input` to its standard input, and resolves once it has exited. With
+ * `stopReadingAfterFirstChunk` its standard output is closed once the first chunk is read.
  */
 export function cli(
   args: string[],
   env: Record<string, string | undefined>,
   input = '',
+  { stopReadingAfterFirstChunk = false } = {},
 ): Promise<CliResult> {
   const child = spawn(process.execPath, [MAIN, ...args], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
@@ -26,7 +28,11 @@ export function cli(
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+    // As `| head` does: the reader goes away while the command is still writing.
+    if (stopReadingAfterFirstChunk) child.stdout.destroy();
+  });
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   child.stdin.end(input);
   return new Promise((resolve, reject) => {
