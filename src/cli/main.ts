@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { registerAuditCommand } from './commands/audit.ts';
+import { registerConcordanceCommands } from './commands/concordance.ts';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerIngestCommands } from './commands/ingest.ts';
 import { registerPatientCommands } from './commands/patient.ts';
 import { registerKeysCommand } from './commands/keys.ts';
 import { registerOutboundCommand } from './commands/outbound.ts';
+import { registerPreventCommands } from './commands/prevent.ts';
 import { registerRedisCommand } from './commands/redis.ts';
 import { registerRelationshipsCommand } from './commands/relationships.ts';
 import { registerReplayCommand } from './commands/replay.ts';
@@ -24,6 +26,8 @@ const program = new Command('concordance-worker')
   .showHelpAfterError()
   .exitOverride();
 
+registerConcordanceCommands(program);
+registerPreventCommands(program);
 registerRelationshipsCommand(program);
 registerConfigCommand(program);
 registerSimulatorCommand(program);
@@ -36,6 +40,12 @@ registerAuditCommand(program);
 registerOutboundCommand(program);
 registerKeysCommand(program);
 registerRedisCommand(program);
+
+// Output piped into a reader that stops early (`| head`) ends the command quietly.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
 
 try {
   await program.parseAsync(process.argv);

@@ -23,6 +23,7 @@ import {
 import { defaultUserAgent } from './default-user-agent.ts';
 import { ServiceBadResponseError } from './errors/service-bad-response-error.ts';
 import { ServiceParamsError } from './errors/service-params-error.ts';
+import { ServiceValidationError } from './errors/service-validation-error.ts';
 import { JobStatusClassifier, type JobState, type JobStatusSets } from './job-status-classifier.ts';
 import {
   buildRelationshipQuery,
@@ -85,6 +86,15 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Options of `relationships.iterate`. */
+export interface IterateOptions extends CallOptions {
+  /**
+   * Told when the service refused the page size with a 422 about `limit` alone (the interface
+   * states no maximum): the walk goes on with half of it. Must not throw.
+   */
+  onPageSizeRefused?: (refused: number, next: number, error: ServiceValidationError) => void;
+}
+
 export interface ConcordanceJob {
   state: JobState;
   /** The status string as the service sent it. */
@@ -117,10 +127,13 @@ export interface ServiceClient {
       params?: RelationshipListParams,
       opts?: CallOptions,
     ): Promise<{ data: RelationshipProjection[]; total?: number }>;
-    /** Every item from `offset` on, page by page, until a short or empty page or `total`. */
+    /**
+     * Every item from `offset` on, page by page, until a short or empty page or `total`. A page
+     * size the service refuses (422 at `query.limit` only) is halved and asked again, down to 1.
+     */
     iterate(
       params?: RelationshipListParams,
-      opts?: CallOptions,
+      opts?: IterateOptions,
     ): AsyncGenerator<RelationshipProjection>;
   };
 }
@@ -267,10 +280,23 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       },
       list,
       async *iterate(params = {}, opts) {
-        const limit = params.limit ?? DEFAULT_PAGE_LIMIT;
+        let limit = params.limit ?? DEFAULT_PAGE_LIMIT;
         let offset = params.offset ?? 0;
         for (;;) {
-          const page = await list({ ...params, offset, limit }, opts);
+          let page: Awaited<ReturnType<typeof list>>;
+          try {
+            page = await list({ ...params, offset, limit }, opts);
+          } catch (err) {
+            if (limit === 1 || !refusesLimitOnly(err)) throw err;
+            const next = Math.ceil(limit / 2);
+            try {
+              opts?.onPageSizeRefused?.(limit, next, err);
+            } catch {
+              // A listener that throws must not end the walk.
+            }
+            limit = next;
+            continue;
+          }
           yield* page.data;
           // Advance by what came back, so a service that returns more than asked skips nothing.
           offset += page.data.length;
@@ -280,6 +306,17 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       },
     },
   };
+}
+
+/** A 422 whose every item is about the `limit` query parameter. */
+function refusesLimitOnly(err: unknown): err is ServiceValidationError {
+  return (
+    err instanceof ServiceValidationError &&
+    err.items.length > 0 &&
+    err.items.every(
+      (item) => item.loc.length === 2 && item.loc[0] === 'query' && item.loc[1] === 'limit',
+    )
+  );
 }
 
 function pathSegment(value: string, name: string, endpoint: string): string {

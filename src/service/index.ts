@@ -3,6 +3,7 @@ export {
   createServiceClient,
   type CallOptions,
   type ConcordanceJob,
+  type IterateOptions,
   type JobState,
   type JobStatusSets,
   type RelationshipListParams,

@@ -16,14 +16,23 @@ export function sendValidationItems(
   return reply.code(422).send({ detail: items });
 }
 
-/** 422 with the interface's `{detail: [{loc, msg, type}]}`, `loc` starting with the origin. */
+/**
+ * 422 with the interface's `{detail: [{loc, msg, type}]}`, `loc` starting with the origin. A custom
+ * issue may name its FastAPI error type in `params.type` (e.g. `less_than_equal`); others take
+ * zod's issue code.
+ */
 export function sendValidationError(
   reply: FastifyReply,
   origin: ValueOrigin,
   issues: readonly z.core.$ZodIssue[],
   prefix: readonly (string | number)[] = [],
 ): FastifyReply {
-  return sendValidationItems(reply, toValidationItems(issues, [origin, ...prefix]));
+  const items = toValidationItems(issues, [origin, ...prefix]).map((item, i) => {
+    const issue = issues[i];
+    const type = issue?.code === 'custom' ? issue.params?.type : undefined;
+    return typeof type === 'string' ? { ...item, type } : item;
+  });
+  return sendValidationItems(reply, items);
 }
 
 const MESSAGES: Record<string, string> = {

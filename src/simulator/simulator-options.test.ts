@@ -14,6 +14,7 @@ describe('resolveSimulatorOptions', () => {
       latency: { minMs: 1000, maxMs: 4000 },
       requestLogSize: 10_000,
       relationshipCount: 5_000,
+      maxListLimit: 1_000,
       bodyLimitBytes: 5 * 1024 * 1024,
       logger: false,
       jobTtlMs: 3_600_000,
@@ -27,6 +28,7 @@ describe('resolveSimulatorOptions', () => {
     [{ apiKeys: ['k'], port: 70_000 }, /port/],
     [{ apiKeys: ['k'], latency: { minMs: 10, maxMs: 5 } }, /latency\.maxMs/],
     [{ apiKeys: ['k'], relationshipCount: 0 }, /relationshipCount/],
+    [{ apiKeys: ['k'], maxListLimit: 0 }, /maxListLimit/],
     [{ apiKeys: ['k'], requestLogSize: 1.5 }, /requestLogSize/],
     [{ apiKeys: ['k'], adminKey: '' }, /adminKey/],
   ])('rejects %j', (options, message) => {

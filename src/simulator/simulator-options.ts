@@ -1,5 +1,6 @@
 import type { FastifyServerOptions } from 'fastify';
 import { FaultProfileSchema, type FaultProfile } from './fault-profile.ts';
+import { DEFAULT_MAX_LIST_LIMIT } from './relationships/list-query.ts';
 
 /** Options of {@link startSimulator} and {@link buildSimulatorApp}. */
 export interface SimulatorOptions {
@@ -21,6 +22,11 @@ export interface SimulatorOptions {
   requestLogSize?: number;
   /** Relationships in the simulated graph. @defaultValue 5_000 */
   relationshipCount?: number;
+  /**
+   * The largest `limit` a relationships page may ask for; a larger one is answered 422 at
+   * `['query', 'limit']` (the interface states no maximum). @defaultValue 1_000
+   */
+  maxListLimit?: number;
   /** Largest request body accepted; larger ones get 413. @defaultValue 5 MiB */
   bodyLimitBytes?: number;
   /** Fastify/pino logger: false, true, or pino options. @defaultValue false */
@@ -56,6 +62,7 @@ export function resolveSimulatorOptions(options: SimulatorOptions): ResolvedSimu
     latency: options.latency ?? { minMs: 1000, maxMs: 4000 },
     requestLogSize: options.requestLogSize ?? 10_000,
     relationshipCount: options.relationshipCount ?? 5_000,
+    maxListLimit: options.maxListLimit ?? DEFAULT_MAX_LIST_LIMIT,
     bodyLimitBytes: options.bodyLimitBytes ?? 5 * 1024 * 1024,
     logger: options.logger ?? false,
     jobTtlMs: options.jobTtlMs ?? 3_600_000,
@@ -68,6 +75,7 @@ export function resolveSimulatorOptions(options: SimulatorOptions): ResolvedSimu
   positiveInt('latency.maxMs', resolved.latency.maxMs, resolved.latency.minMs);
   positiveInt('requestLogSize', resolved.requestLogSize, 0);
   positiveInt('relationshipCount', resolved.relationshipCount, 1);
+  positiveInt('maxListLimit', resolved.maxListLimit, 1);
   positiveInt('bodyLimitBytes', resolved.bodyLimitBytes, 1);
   positiveInt('jobTtlMs', resolved.jobTtlMs, 0);
   if (resolved.adminKey.length === 0) throw new RangeError('adminKey must not be empty');

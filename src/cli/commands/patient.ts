@@ -8,6 +8,7 @@ import { UnknownPatientError } from '../../privacy/unknown-patient-error.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { patientAdminFor } from '../../app/patient-admin-for.ts';
+import { valueOrStdinLine } from '../stdin-line.ts';
 
 interface PatientOptions {
   patientId: string;
@@ -16,15 +17,7 @@ interface PatientOptions {
 }
 
 /** `--patient-id -` reads the id from the first line of standard input (kept out of `ps`). */
-async function patientIdOf(raw: string): Promise<string> {
-  if (raw !== '-') return raw;
-  const lines = createInterface({ input: process.stdin, terminal: false });
-  for await (const line of lines) {
-    lines.close();
-    return line.trim();
-  }
-  throw new Error('--patient-id -: standard input held no line');
-}
+const patientIdOf = (raw: string) => valueOrStdinLine(raw, '--patient-id');
 
 async function confirmed(options: PatientOptions): Promise<boolean> {
   if (options.yes === true) return true;

@@ -1,37 +1,27 @@
-import { InvalidArgumentError, type Command } from 'commander';
-import { loadConfig } from '../../config/load-config.ts';
-import { serviceClientOptions } from '../../config/service-client-options.ts';
+import type { Command } from 'commander';
 import type { RelationshipProjection } from '../../interface/relationship.ts';
-import { createServiceClient, type ServiceClient } from '../../service/create-service-client.ts';
+import { CliInputError } from '../cli-errors.ts';
+import { note, respond } from '../command-output.ts';
+import { describeProblems } from '../describe-error.ts';
 import { formatTable } from '../format-table.ts';
+import { wholeNumber } from '../option-parsers.ts';
+import { serviceContext } from '../service-context.ts';
 
 interface ListOptions {
   filter?: string;
   search?: string;
   fields?: string;
+  sort?: string;
   total?: boolean;
   offset?: number;
   limit?: number;
   all?: boolean;
+  pageSize?: number;
   json?: boolean;
 }
 
-function integer(min: number) {
-  return (raw: string): number => {
-    if (!/^-?\d+$/.test(raw) || Number(raw) < min) {
-      throw new InvalidArgumentError(`expected a whole number >= ${min}`);
-    }
-    return Number(raw);
-  };
-}
-
-function clientFor(program: Command): ServiceClient {
-  const config = loadConfig({ file: program.opts<{ config?: string }>().config });
-  if (config.service.api_key === undefined) {
-    throw new Error('SERVICE_API_KEY is not set: export the API key of the Clinical Graph Service');
-  }
-  return createServiceClient(serviceClientOptions(config));
-}
+/** The page size of `--all` unless `--page-size` (or `--limit`) says otherwise. */
+export const DEFAULT_PAGE_SIZE = 1000;
 
 const concept = (c: RelationshipProjection['from_concept']) =>
   c ? `${c.preferred_name ?? '?'} (${c.cui ?? '-'})` : '';
@@ -50,7 +40,13 @@ function table(items: readonly RelationshipProjection[]): string {
   );
 }
 
-const print = (text: string) => process.stdout.write(`${text}\n`);
+/** With `--all`, `--limit` is the page size (as it always was); both at once is ambiguous. */
+function pageSizeOf(opts: ListOptions): number {
+  if (opts.pageSize !== undefined && opts.limit !== undefined) {
+    throw new CliInputError('--all takes --page-size or --limit (the page size), not both');
+  }
+  return opts.pageSize ?? opts.limit ?? DEFAULT_PAGE_SIZE;
+}
 
 /** `concordance-worker relationships get ID | list [...]`. */
 export function registerRelationshipsCommand(program: Command): void {
@@ -62,10 +58,12 @@ export function registerRelationshipsCommand(program: Command): void {
     .command('get <id>')
     .description('one relationship by id')
     .option('--json', 'print JSON instead of a table')
-    .action(async (id: string, opts: { json?: boolean }) => {
-      const found = await clientFor(program).relationships.get(id);
-      print(opts.json ? JSON.stringify(found, null, 2) : table([found]));
-    });
+    .action((id: string, opts: { json?: boolean }) =>
+      respond(opts.json, async () => {
+        const found = await serviceContext(program).client.relationships.get(id);
+        return { json: found, text: table([found]) };
+      }),
+    );
 
   relationships
     .command('list')
@@ -73,33 +71,53 @@ export function registerRelationshipsCommand(program: Command): void {
     .option('--filter <filter>', 'e.g. relationship_id:a||relationship_id:b')
     .option('--search <search>', 'e.g. relationship_id:00042')
     .option('--fields <fields>', 'comma-separated fields to include')
+    .option('--sort <field:dir>', 'sent as given (the service supports no sort field today)')
     .option('--total', 'ask for the total count')
-    .option('--offset <n>', 'records to skip', integer(0))
-    .option('--limit <n>', 'records per page', integer(1))
+    .option('--offset <n>', 'records to skip', wholeNumber(0))
+    .option('--limit <n>', 'records per page (with --all: the page size)', wholeNumber(1))
     .option('--all', 'walk every page')
+    .option(
+      '--page-size <n>',
+      `with --all: records per request (default ${DEFAULT_PAGE_SIZE}); halved while the service refuses it`,
+      wholeNumber(1),
+    )
     .option('--json', 'print JSON instead of a table')
-    .action(async (opts: ListOptions) => {
-      const client = clientFor(program);
-      const params = {
-        filter: opts.filter,
-        search: opts.search,
-        fields: opts.fields,
-        include_total: opts.total,
-        offset: opts.offset,
-        limit: opts.limit,
-      };
-      if (opts.all) {
-        const items: RelationshipProjection[] = [];
-        for await (const item of client.relationships.iterate(params)) items.push(item);
-        print(opts.json ? JSON.stringify({ data: items }, null, 2) : table(items));
-        return;
-      }
-      const page = await client.relationships.list(params);
-      if (opts.json) {
-        print(JSON.stringify(page, null, 2));
-        return;
-      }
-      print(table(page.data));
-      if (page.total !== undefined) print(`total: ${page.total}`);
-    });
+    .action((opts: ListOptions) =>
+      respond(opts.json, async () => {
+        const params = {
+          filter: opts.filter,
+          search: opts.search,
+          fields: opts.fields,
+          sort: opts.sort,
+          include_total: opts.total,
+          offset: opts.offset,
+        };
+        if (opts.all) {
+          const limit = pageSizeOf(opts);
+          const { client } = serviceContext(program);
+          const items: RelationshipProjection[] = [];
+          const walk = client.relationships.iterate(
+            { ...params, limit },
+            {
+              onPageSizeRefused: (refused, next, error) =>
+                note(
+                  `the service refused a page size of ${refused} (${describeProblems(error.items)}); asking for ${next}`,
+                ),
+            },
+          );
+          for await (const item of walk) items.push(item);
+          return { json: { data: items }, text: table(items) };
+        }
+        if (opts.pageSize !== undefined) throw new CliInputError('--page-size needs --all');
+        const page = await serviceContext(program).client.relationships.list({
+          ...params,
+          limit: opts.limit,
+        });
+        const text = table(page.data);
+        return {
+          json: page,
+          text: page.total === undefined ? text : `${text}\ntotal: ${page.total}`,
+        };
+      }),
+    );
 }

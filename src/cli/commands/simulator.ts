@@ -4,6 +4,7 @@ import { startHealthServer, type HealthServer } from '../../runtime/health-app.t
 import type { FaultProfile } from '../../simulator/fault-profile.ts';
 import { loadFaultProfile } from '../../simulator/faults/load-fault-profile.ts';
 import { startSimulator } from '../../simulator/start-simulator.ts';
+import { wholeNumber } from '../option-parsers.ts';
 
 interface SimulatorCliOptions {
   port: number;
@@ -15,25 +16,13 @@ interface SimulatorCliOptions {
   latency: { minMs: number; maxMs: number };
   requestLog: number;
   relationships: number;
+  maxListLimit: number;
   jobTtl: number;
   healthPort?: number;
 }
 
 /** The key used when neither --api-key nor SERVICE_API_KEY is given: for local use only. */
 export const DEFAULT_DEV_KEY = 'local-dev-key';
-
-function integer(min: number, max?: number) {
-  return (raw: string): number => {
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > (max ?? Number.MAX_SAFE_INTEGER)) {
-      throw new InvalidArgumentError(
-        max === undefined
-          ? `expected a whole number >= ${min}`
-          : `expected a whole number from ${min} to ${max}`,
-      );
-    }
-    return Number(raw);
-  };
-}
 
 function latencyRange(raw: string): { minMs: number; maxMs: number } {
   const match = /^(\d+)-(\d+)$/.exec(raw);
@@ -61,7 +50,7 @@ export function registerSimulatorCommand(program: Command): void {
   program
     .command('simulator')
     .description('run the local Clinical Graph Service simulator')
-    .option('--port <port>', 'TCP port (0: any free port)', integer(0, 65_535), 8090)
+    .option('--port <port>', 'TCP port (0: any free port)', wholeNumber(0, 65_535), 8090)
     .option('--host <host>', 'interface to listen on', nonEmpty('--host'), '127.0.0.1')
     .option(
       '--api-key <key>',
@@ -77,7 +66,7 @@ export function registerSimulatorCommand(program: Command): void {
     .option(
       '--seed <n>',
       'seed of the graph, ids, job durations and faults',
-      integer(0, 2 ** 32 - 1),
+      wholeNumber(0, 2 ** 32 - 1),
       1,
     )
     .option('--faults <file>', 'fault profile, YAML or JSON')
@@ -85,21 +74,27 @@ export function registerSimulatorCommand(program: Command): void {
       minMs: 1000,
       maxMs: 4000,
     })
-    .option('--request-log <n>', 'requests kept for GET /_admin/requests', integer(0), 10_000)
+    .option('--request-log <n>', 'requests kept for GET /_admin/requests', wholeNumber(0), 10_000)
     .option(
       '--relationships <n>',
       'relationships in the simulated graph',
-      integer(1, 10_000_000),
+      wholeNumber(1, 10_000_000),
       5_000,
     )
-    .option('--job-ttl <seconds>', 'how long a finished job stays readable', integer(0), 3600)
+    .option(
+      '--max-list-limit <n>',
+      'largest limit of GET /v1/relationships; a larger one is answered 422',
+      wholeNumber(1),
+      1_000,
+    )
+    .option('--job-ttl <seconds>', 'how long a finished job stays readable', wholeNumber(0), 3600)
     .addOption(
       new Option(
         '--health-port <port>',
         'also serve /healthz, /readyz, /metrics on this port, on --host (0: any free port)',
       )
         .env('METRICS_PORT')
-        .argParser(integer(0, 65_535)),
+        .argParser(wholeNumber(0, 65_535)),
     )
     .showHelpAfterError(false)
     .action(async (opts: SimulatorCliOptions, command: Command) => {
@@ -127,6 +122,7 @@ export function registerSimulatorCommand(program: Command): void {
         latency: opts.latency,
         requestLogSize: opts.requestLog,
         relationshipCount: opts.relationships,
+        maxListLimit: opts.maxListLimit,
         jobTtlMs: opts.jobTtl * 1000,
       });
       let health: HealthServer | undefined;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toValidationItems } from '../../interface/validation-error.ts';
-import { ListQuerySchema } from './list-query.ts';
+import { ListQuerySchema, listQuerySchema } from './list-query.ts';
 
 const parse = (query: Record<string, string | string[]>) => ListQuerySchema.safeParse(query);
 const locs = (query: Record<string, string | string[]>) => {
@@ -64,6 +64,18 @@ describe('ListQuerySchema', () => {
     [{ sort: '' }, ['query', 'sort']],
   ])('rejects %j at %j', (query, loc) => {
     expect(locs(query)).toEqual([loc]);
+  });
+
+  it('refuses a limit above the maximum it was built with, as FastAPI words it', () => {
+    const result = listQuerySchema(50).safeParse({ limit: '51' });
+    expect(result.error?.issues).toMatchObject([
+      {
+        path: ['limit'],
+        message: 'Input should be less than or equal to 50',
+        params: { type: 'less_than_equal' },
+      },
+    ]);
+    expect(listQuerySchema(50).safeParse({ limit: '50' }).data?.limit).toBe(50);
   });
 
   it('says no sort field is supported', () => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { sendDetail, sendValidationError } from '../error-replies.ts';
-import { ListQuerySchema } from '../relationships/list-query.ts';
+import { listQuerySchema } from '../relationships/list-query.ts';
 import { listRelationships } from '../relationships/list-relationships.ts';
 import type { SimulatorState } from '../simulator-state.ts';
 import { PathIdSchema } from './path-id.ts';
@@ -9,6 +9,7 @@ import { PathIdSchema } from './path-id.ts';
 /** `GET /v1/relationships` (a page) and `GET /v1/relationships/:relationship_id`. */
 export function registerRelationshipRoutes(app: FastifyInstance, state: SimulatorState): void {
   const { graph } = state;
+  const ListQuerySchema = listQuerySchema(state.options.maxListLimit);
 
   app.get('/v1/relationships', async (request, reply) => {
     const query = ListQuerySchema.safeParse(request.query);

@@ -3,7 +3,12 @@ import {
   createServiceClient,
   type ServiceClient,
 } from '../../../src/service/create-service-client.ts';
-import { startSimulator, type RunningSimulator } from '../../../src/simulator/start-simulator.ts';
+import { ServiceValidationError } from '../../../src/service/errors/service-validation-error.ts';
+import {
+  startSimulator,
+  type RunningSimulator,
+  type SimulatorOptions,
+} from '../../../src/simulator/start-simulator.ts';
 import { recordingHooks } from './support/recorders.ts';
 import { SAMPLE_CATEGORY, samplePatient } from '../../support/sample-patient.ts';
 import { SimulatorAdmin } from './support/simulator-admin.ts';
@@ -11,19 +16,27 @@ import { SimulatorAdmin } from './support/simulator-admin.ts';
 const API_KEY = 'test-key';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
+/** A simulator on a free port with 120 relationships, its admin API, and a client of it. */
+async function startService(options: Partial<SimulatorOptions> = {}) {
+  const running = await startSimulator({
+    port: 0,
+    apiKeys: [API_KEY],
+    relationshipCount: 120,
+    ...options,
+  });
+  return {
+    running,
+    admin: new SimulatorAdmin(running.url, API_KEY),
+    client: createServiceClient({ baseUrl: running.url, apiKey: API_KEY }),
+  };
+}
+
 let simulator: RunningSimulator;
 let admin: SimulatorAdmin;
 let client: ServiceClient;
 
 beforeAll(async () => {
-  simulator = await startSimulator({
-    port: 0,
-    apiKeys: [API_KEY],
-    latency: { minMs: 0, maxMs: 0 },
-    relationshipCount: 120,
-  });
-  admin = new SimulatorAdmin(simulator.url, API_KEY);
-  client = createServiceClient({ baseUrl: simulator.url, apiKey: API_KEY });
+  ({ running: simulator, admin, client } = await startService({ latency: { minMs: 0, maxMs: 0 } }));
 });
 afterAll(() => simulator.close());
 beforeEach(() => admin.reset());
@@ -200,6 +213,71 @@ describe('relationships', () => {
     }
     expect(new Set(seen).size).toBe(120);
     expect(await admin.serviceRequests()).toHaveLength(3);
+  });
+});
+
+describe('a page size the service refuses', () => {
+  let capped: RunningSimulator;
+  let cappedAdmin: SimulatorAdmin;
+  let cappedClient: ServiceClient;
+
+  beforeAll(async () => {
+    ({
+      running: capped,
+      admin: cappedAdmin,
+      client: cappedClient,
+    } = await startService({ maxListLimit: 30 }));
+  });
+  afterAll(() => capped.close());
+  beforeEach(() => cappedAdmin.reset());
+
+  const asked = async () =>
+    (await cappedAdmin.serviceRequests()).map((r) => [
+      new URL(r.path, 'http://x').searchParams.get('limit'),
+      r.status,
+    ]);
+
+  it('is halved until the service takes it, and the walk goes on with the half', async () => {
+    const refused: [number, number, string][] = [];
+    const seen: string[] = [];
+    for await (const item of cappedClient.relationships.iterate(
+      { fields: 'relationship_id', limit: 100 },
+      {
+        onPageSizeRefused: (size, next, error) =>
+          refused.push([size, next, error.items.map((i) => i.msg).join()]),
+      },
+    )) {
+      seen.push(item.relationship_id ?? '');
+    }
+    expect(seen).toHaveLength(120);
+    expect(new Set(seen).size).toBe(120);
+    expect(refused).toEqual([
+      [100, 50, 'Input should be less than or equal to 30'],
+      [50, 25, 'Input should be less than or equal to 30'],
+    ]);
+    expect(await asked()).toEqual([
+      ['100', 422],
+      ['50', 422],
+      ['25', 200],
+      ['25', 200],
+      ['25', 200],
+      ['25', 200],
+      ['25', 200],
+    ]);
+  });
+
+  it('is not halved for a 422 about anything else', async () => {
+    const walk = cappedClient.relationships.iterate({ sort: 'relationship_id:asc', limit: 100 });
+    const error = await walk.next().then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(ServiceValidationError);
+    expect((error as ServiceValidationError).items.map((i) => i.loc)).toEqual([
+      ['query', 'limit'],
+      ['query', 'sort'],
+    ]);
+    expect(await asked()).toEqual([['100', 422]]);
   });
 });
 

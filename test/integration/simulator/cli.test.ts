@@ -55,6 +55,8 @@ describe('concordance-worker simulator', () => {
       '0-0',
       '--relationships',
       '50',
+      '--max-list-limit',
+      '20',
     ]);
     const line = await firstLine;
     expect(line).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+ .*2 API keys/);
@@ -65,6 +67,19 @@ describe('concordance-worker simulator', () => {
       headers: { 'x-api-key': 'cli-key-beta' },
     });
     expect(await page.json()).toMatchObject({ total: 50 });
+    const tooLarge = await fetch(`${url}/v1/relationships?limit=21`, {
+      headers: { 'x-api-key': 'cli-key-beta' },
+    });
+    expect(tooLarge.status).toBe(422);
+    expect(await tooLarge.json()).toEqual({
+      detail: [
+        {
+          loc: ['query', 'limit'],
+          msg: 'Input should be less than or equal to 20',
+          type: 'less_than_equal',
+        },
+      ],
+    });
     expect(
       (await fetch(`${url}/_admin/faults`, { headers: { 'x-admin-key': 'cli-admin-gamma' } }))
         .status,
@@ -119,6 +134,7 @@ describe('concordance-worker simulator', () => {
     [['--latency', '50-10'], /--latency/],
     [['--latency', 'fast'], /--latency/],
     [['--relationships', '0'], /--relationships/],
+    [['--max-list-limit', '0'], /--max-list-limit/],
     [['--seed', '-1'], /--seed/],
     [['--request-log', 'x'], /--request-log/],
     [['--api-key', ''], /--api-key/],

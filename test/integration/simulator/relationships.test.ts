@@ -95,6 +95,39 @@ describe('GET /v1/relationships', () => {
     });
   });
 
+  it.each([
+    ['?limit=1001', 'less_than_equal', 'Input should be less than or equal to 1000'],
+    ['?limit=0', 'greater_than_equal', 'Input should be greater than or equal to 1'],
+    ['?offset=-1', 'greater_than_equal', 'Input should be greater than or equal to 0'],
+    ['?limit=1.5', 'int_parsing', 'Input should be a valid integer'],
+  ])('answers %s with the error type and message FastAPI gives', async (query, type, msg) => {
+    const res = await list(query);
+    expect(res.body).toEqual({ detail: [{ loc: ['query', expect.any(String)], msg, type }] });
+  });
+
+  it('takes its largest limit from maxListLimit', async () => {
+    const small = testApp({ relationshipCount: 300, maxListLimit: 120 });
+    try {
+      const page = (query: string) =>
+        call(small, { url: `/v1/relationships${query}`, headers: auth });
+      expect(ids((await page('?limit=120')).body)).toHaveLength(120);
+      expect(await page('?limit=121')).toMatchObject({
+        status: 422,
+        body: {
+          detail: [
+            {
+              loc: ['query', 'limit'],
+              msg: 'Input should be less than or equal to 120',
+              type: 'less_than_equal',
+            },
+          ],
+        },
+      });
+    } finally {
+      await small.close();
+    }
+  });
+
   it('says that no sort field is supported', async () => {
     const res = await list('?sort=relationship_id:desc');
     expect(res.body).toMatchObject({ detail: [{ msg: 'no sort field is currently supported' }] });
