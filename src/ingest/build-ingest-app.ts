@@ -154,6 +154,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     presets: deps.presets,
     rules,
     tables,
+    preventEnabled: config.prevent.enabled,
   });
   if (deps.admin !== undefined) await app.register(patientAdminRoutes, { admin: deps.admin });
   // One instance for both clinical feeds (and the MLLP listener, which the runtime passes in).
