@@ -5,6 +5,7 @@ import type { Config } from '../../../src/config/config-schema.ts';
 import type { ResultEvent } from '../../../src/delivery/result-event.ts';
 import { preventIdentifier } from '../../../src/identity/prevent-identifier.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
+import { startSimulator } from '../../../src/simulator/start-simulator.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import {
   API_KEY,
@@ -454,5 +455,50 @@ describe('Prevent when a record changes (ingest app → query engine → signed 
       expect(sent).not.toContain(marker.toLowerCase());
       expect(logs).not.toContain(marker.toLowerCase());
     }
+  });
+
+  it('registers the patient again, under the same identifier, when the service no longer knows its id', async () => {
+    const base = testConfig();
+    const h = await PipelineHarness.start({
+      config: { ...base, prevent: { enabled: true, every_patient: false, id_key: PREVENT_ID_KEY } },
+    });
+    closers.unshift(() => h.close());
+    const first = await h.startWorker();
+    const { patientServiceId } = await h.update(
+      LOCAL_ID,
+      ['prevent'],
+      sampleRecord('lost-1'),
+      'ev-lost-1',
+    );
+    await h.untilOutcomes(1);
+    const before = await h.crosswalk.preventPatientIdOf(LOCAL_ID, patientServiceId);
+    expect(before).toBeDefined();
+    await first.close();
+
+    // Another service, whose registry never saw the patient (as after a reset of the service).
+    const other = await startSimulator({ port: 0, apiKeys: [API_KEY], seed: 77 });
+    closers.push(() => other.close());
+    await h.startWorker(API_KEY, other.url);
+    await h.update(LOCAL_ID, ['prevent'], sampleRecord('lost-2'), 'ev-lost-2');
+    await h.untilOutcomes(2);
+    expect(h.outcomes.map((o) => o.result.outcome)).toEqual(['completed', 'completed']);
+    const after = await h.crosswalk.preventPatientIdOf(LOCAL_ID, patientServiceId);
+    const log = (await (
+      await fetch(`${other.url}/_admin/requests`, { headers: { 'x-admin-key': API_KEY } })
+    ).json()) as RequestLogEntry[];
+    expect(preventRequests(log).map((r) => [r.path, r.status])).toEqual([
+      [`/v1/patient/${before}`, 404],
+      ['/v1/patient', 201],
+      [`/v1/patient/${after}`, 200],
+    ]);
+    expect(after).not.toBe(before);
+    // Under the same identifier: the keyed hash of the local id finds that id.
+    const client = h.app.serviceClient({ baseUrl: other.url, apiKey: API_KEY });
+    expect(await client.prevent.registerPatient(preventIdentifier(PREVENT_ID_KEY)(LOCAL_ID))).toBe(
+      after,
+    );
+    expect(await h.app.metrics.getSingleMetricAsString('cw_prevent_registrations_total')).toMatch(
+      /^cw_prevent_registrations_total 2$/m,
+    );
   });
 });
