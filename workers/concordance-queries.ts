@@ -24,7 +24,11 @@ import {
   type Prepared,
   type SubmitOutcome,
 } from '../src/queries/submit-scheduler.ts';
-import { PreventNotConfiguredError, runPrevent } from '../src/queries/prevent-run.ts';
+import {
+  PREVENT_NOT_CONFIGURED,
+  PreventNotConfiguredError,
+  runPrevent,
+} from '../src/queries/prevent-run.ts';
 import type { ClaimedQuery } from '../src/queries/due-queries.ts';
 import { isPreventPreset } from '../src/ccsr/preset-names.ts';
 import { preventIdentifier } from '../src/identity/prevent-identifier.ts';
@@ -185,7 +189,7 @@ export async function initConcordanceQueries(
     stored: StoredRecord,
     localId: string,
   ): Promise<Prepared> => {
-    if (identify === undefined) throw new PreventNotConfiguredError();
+    if (identify === undefined) throw new PreventNotConfiguredError(PREVENT_NOT_CONFIGURED);
     const { record, clinical } = stored;
     // A record sent as JSON takes precedence, as for the concordance queries.
     const source =

@@ -7,11 +7,6 @@ import { hkdfKey } from './aes-gcm.ts';
 export class PreventIdKeyError extends ConcordanceError {
   static readonly code = 'ERR_PREVENT_ID_KEY';
   readonly code = PreventIdKeyError.code;
-
-  constructor(message: string) {
-    super(message);
-    this.name = 'PreventIdKeyError';
-  }
 }
 
 /** The HKDF label of the identifier key: a new label would be a new key (see below). */

@@ -11,12 +11,11 @@ import { ServiceNotFoundError } from '../service/errors/service-not-found-error.
 export class PreventNotConfiguredError extends ConcordanceError {
   static readonly code = 'ERR_PREVENT_NOT_CONFIGURED';
   readonly code = PreventNotConfiguredError.code;
-
-  constructor() {
-    super('Prevent is not configured on this worker (prevent.enabled, PREVENT_ID_KEY); not sent');
-    this.name = 'PreventNotConfiguredError';
-  }
 }
+
+/** The message of a {@link PreventNotConfiguredError}. */
+export const PREVENT_NOT_CONFIGURED =
+  'Prevent is not configured on this worker (prevent.enabled, PREVENT_ID_KEY); not sent';
 
 /** Where the id Prevent registered a patient under is kept (the crosswalk, see `Crosswalk`). */
 export interface PreventIds {

@@ -33,6 +33,14 @@ const glucoseMgDl = per(18.016); // C6H12O6, 180.16 g/mol
 const cholesterolMgDl = per(38.67); // C27H46O, 386.65 g/mol
 const triglyceridesMgDl = per(88.57); // as triolein, 885.7 g/mol
 
+/** A blood chemistry sent in mg/dL, converted from mmol/L by its molar mass. */
+const massPerVolume = (name: string, codes: string[], fromMolar: Conversion): Biomarker => ({
+  name,
+  codes,
+  unit: 'mg/dL',
+  from: { 'mmol/L': fromMolar },
+});
+
 export const BIOMARKERS: readonly Biomarker[] = [
   { name: 'bmi', codes: ['39156-5'], unit: 'kg/m2' },
   {
@@ -58,36 +66,11 @@ export const BIOMARKERS: readonly Biomarker[] = [
     // IFCC (mmol/mol) to NGSP (%): the IFCC-NGSP master equation.
     from: { 'mmol/mol': (value) => 0.09148 * value + 2.152 },
   },
-  {
-    name: 'glucose',
-    codes: ['2345-7', '2339-0', '1558-6', '15074-8', '14749-6'],
-    unit: 'mg/dL',
-    from: { 'mmol/L': glucoseMgDl },
-  },
-  {
-    name: 'total_cholesterol',
-    codes: ['2093-3', '14647-2'],
-    unit: 'mg/dL',
-    from: { 'mmol/L': cholesterolMgDl },
-  },
-  {
-    name: 'hdl_cholesterol',
-    codes: ['2085-9', '14646-4'],
-    unit: 'mg/dL',
-    from: { 'mmol/L': cholesterolMgDl },
-  },
-  {
-    name: 'ldl_cholesterol',
-    codes: ['18262-6', '13457-7', '2089-1', '22748-8'],
-    unit: 'mg/dL',
-    from: { 'mmol/L': cholesterolMgDl },
-  },
-  {
-    name: 'triglycerides',
-    codes: ['2571-8', '14927-8'],
-    unit: 'mg/dL',
-    from: { 'mmol/L': triglyceridesMgDl },
-  },
+  massPerVolume('glucose', ['2345-7', '2339-0', '1558-6', '15074-8', '14749-6'], glucoseMgDl),
+  massPerVolume('total_cholesterol', ['2093-3', '14647-2'], cholesterolMgDl),
+  massPerVolume('hdl_cholesterol', ['2085-9', '14646-4'], cholesterolMgDl),
+  massPerVolume('ldl_cholesterol', ['18262-6', '13457-7', '2089-1', '22748-8'], cholesterolMgDl),
+  massPerVolume('triglycerides', ['2571-8', '14927-8'], triglyceridesMgDl),
 ];
 
 /**

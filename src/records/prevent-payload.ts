@@ -4,23 +4,7 @@ import { ageAt, daysBefore, genderOf } from './assemble-patient.ts';
 import type { ClinicalItem, ClinicalRecord } from './clinical-record.ts';
 import { DEMOGRAPHIC_TERMS } from './demographic-terms.ts';
 import { assertNoIdentifiers } from './prepare-for-service.ts';
-import {
-  ACTIVITY,
-  AGE_QUESTIONS,
-  ALCOHOL,
-  BIOMARKERS,
-  DAYS_PER_WEEK,
-  LOINC,
-  MAX_EXACT_AGE,
-  MINUTES_PER_DAY,
-  MINUTES_PER_WEEK,
-  SMOKING_ANSWERS,
-  SMOKING_STATUS,
-  UCUM,
-  ucumOf,
-  type Biomarker,
-  type CountedItem,
-} from './prevent-codes.ts';
+import * as codes from './prevent-codes.ts';
 
 /**
  * The record holds nothing Prevent can use (no biomarker, no history item): nothing is sent, and
@@ -32,7 +16,6 @@ export class PreventNoDataError extends ConcordanceError {
 
   constructor() {
     super('the record holds no biomarker and no history item Prevent can use; not sent');
-    this.name = 'PreventNoDataError';
   }
 }
 
@@ -46,7 +29,7 @@ export interface Code {
 export interface Quantity {
   value: number;
   unit: string;
-  system: typeof UCUM;
+  system: typeof codes.UCUM;
   code: string;
 }
 
@@ -60,7 +43,7 @@ export interface PreventEntry {
 
 /** The three objects of the Prevent request body besides `patient_service_id` (section 2). */
 export interface PreventPayload {
-  /** Biomarker name (see `BIOMARKERS`) to its newest value, in the biomarker's own unit. */
+  /** Biomarker name (prevent-codes.ts `BIOMARKERS`) to its newest value, in its own unit. */
   patient_biomarkers: Record<string, PreventEntry>;
   patient_history: {
     smoking_status?: PreventEntry & { status: string };
@@ -103,7 +86,7 @@ const live = (item: ClinicalItem) =>
   item.status?.trim().toLowerCase() !== 'entered-in-error' && item.status !== 'cancelled';
 
 const loincCodes = (codings: readonly { system: string; code: string }[]) =>
-  codings.filter((c) => c.system.trim() === LOINC).map((c) => c.code.trim());
+  codings.filter((c) => c.system.trim() === codes.LOINC).map((c) => c.code.trim());
 
 /** The facts of a clinical record (the feeds' record). */
 function clinicalFacts(record: ClinicalRecord, now: Date): Facts {
@@ -205,7 +188,7 @@ const rounded = (value: number) => Math.round(value * 100) / 100;
 const quantity = (value: number, unit: string): Quantity => ({
   value: rounded(value),
   unit,
-  system: UCUM,
+  system: codes.UCUM,
   code: unit,
 });
 
@@ -214,24 +197,24 @@ const quantity = (value: number, unit: string): Quantity => ({
  * out when its unit is missing or unknown (never guessed). A converted value names the
  * biomarker's first LOINC code, whose property matches the unit it is sent in.
  */
-function biomarkerEntry(marker: Biomarker, fact: Fact): PreventEntry | undefined {
+function biomarkerEntry(marker: codes.Biomarker, fact: Fact): PreventEntry | undefined {
   const value = numberOf(fact);
-  const unit = ucumOf(fact.unit);
+  const unit = codes.ucumOf(fact.unit);
   if (value === undefined || unit === undefined) return undefined;
   if (unit === marker.unit) {
-    return { code: { system: LOINC, code: fact.code }, valueQuantity: quantity(value, unit) };
+    return { code: { system: codes.LOINC, code: fact.code }, valueQuantity: quantity(value, unit) };
   }
   const convert = marker.from?.[unit];
   if (convert === undefined) return undefined;
   return {
-    code: { system: LOINC, code: marker.codes[0] ?? fact.code },
+    code: { system: codes.LOINC, code: marker.codes[0] ?? fact.code },
     valueQuantity: quantity(convert(value), marker.unit),
   };
 }
 
 function biomarkers(facts: readonly Fact[]): PreventPayload['patient_biomarkers'] {
   const out: PreventPayload['patient_biomarkers'] = {};
-  for (const marker of BIOMARKERS) {
+  for (const marker of codes.BIOMARKERS) {
     const entry = newest(facts, marker.codes, (fact) => biomarkerEntry(marker, fact));
     if (entry !== undefined) out[marker.name] = entry;
   }
@@ -243,27 +226,30 @@ function smokingEntry(
   fact: Fact,
 ): NonNullable<PreventPayload['patient_history']['smoking_status']> {
   const code = fact.valueCoding?.code ?? (typeof fact.value === 'string' ? fact.value : undefined);
-  const known = code === undefined ? undefined : SMOKING_ANSWERS[code.trim()];
+  const known = code === undefined ? undefined : codes.SMOKING_ANSWERS[code.trim()];
   const valueCoding =
     fact.valueCoding ??
     (known === undefined || code === undefined
       ? undefined
       : { system: known.system, code: code.trim() });
   return {
-    code: { system: LOINC, code: SMOKING_STATUS },
+    code: { system: codes.LOINC, code: codes.SMOKING_STATUS },
     ...(valueCoding === undefined ? {} : { valueCoding }),
     status: known?.status ?? 'unknown',
   };
 }
 
 /** A count or score whose unit its LOINC code fixes. */
-function countedEntry(item: CountedItem, value: number): PreventEntry {
-  return { code: { system: LOINC, code: item.code }, valueQuantity: quantity(value, item.unit) };
+function countedEntry(item: codes.CountedItem, value: number): PreventEntry {
+  return {
+    code: { system: codes.LOINC, code: item.code },
+    valueQuantity: quantity(value, item.unit),
+  };
 }
 
 function counted(
   facts: readonly Fact[],
-  items: readonly CountedItem[],
+  items: readonly codes.CountedItem[],
 ): Record<string, PreventEntry> {
   const out: Record<string, PreventEntry> = {};
   for (const item of items) {
@@ -278,18 +264,18 @@ function physicalActivity(
 ): NonNullable<PreventPayload['patient_history']['physical_activity']> {
   const out: NonNullable<PreventPayload['patient_history']['physical_activity']> = counted(
     facts,
-    ACTIVITY,
+    codes.ACTIVITY,
   );
   const days = out.active_days_per_week?.valueQuantity?.value;
   const minutes = out.active_minutes_per_day?.valueQuantity?.value;
-  const weekly = ACTIVITY.find((item) => item.code === MINUTES_PER_WEEK);
+  const weekly = codes.ACTIVITY.find((item) => item.code === codes.MINUTES_PER_WEEK);
   if (out.active_minutes_per_week === undefined && weekly !== undefined) {
     if (days !== undefined && minutes !== undefined) {
       out.active_minutes_per_week = {
         ...countedEntry(weekly, days * minutes),
         derived_from: [
-          { system: LOINC, code: DAYS_PER_WEEK },
-          { system: LOINC, code: MINUTES_PER_DAY },
+          { system: codes.LOINC, code: codes.DAYS_PER_WEEK },
+          { system: codes.LOINC, code: codes.MINUTES_PER_DAY },
         ],
       };
     }
@@ -329,8 +315,8 @@ function answerOf(fact: Fact): Omit<PreventEntry, 'code'> | undefined {
     return { valueBoolean: fact.value === 'true' };
   const value = numberOf(fact);
   if (value === undefined) return undefined;
-  const capped = AGE_QUESTIONS.has(fact.code) && value > MAX_EXACT_AGE ? 90 : value;
-  const unit = ucumOf(fact.unit) ?? (AGE_QUESTIONS.has(fact.code) ? 'a' : '1');
+  const capped = codes.AGE_QUESTIONS.has(fact.code) && value > codes.MAX_EXACT_AGE ? 90 : value;
+  const unit = codes.ucumOf(fact.unit) ?? (codes.AGE_QUESTIONS.has(fact.code) ? 'a' : '1');
   return { valueQuantity: quantity(capped, unit) };
 }
 
@@ -345,7 +331,7 @@ function questionnaireAnswers(
     const key = JSON.stringify([fact.code, answer]);
     if (seen.has(key)) continue;
     seen.add(key);
-    out.push({ question: { system: LOINC, code: fact.code }, answer });
+    out.push({ question: { system: codes.LOINC, code: fact.code }, answer });
     if (out.length >= MAX_ANSWERS) break;
   }
   return out;
@@ -357,12 +343,12 @@ function history(facts: Facts): PreventPayload['patient_history'] {
   // form), after the observations themselves.
   const all = [...facts.observed, ...facts.answered];
   const out: PreventPayload['patient_history'] = {};
-  const smoking = newest(all, [SMOKING_STATUS], (fact) => {
+  const smoking = newest(all, [codes.SMOKING_STATUS], (fact) => {
     const entry = smokingEntry(fact);
     return entry.valueCoding === undefined ? undefined : entry;
   });
   if (smoking !== undefined) out.smoking_status = smoking;
-  const alcohol = counted(all, ALCOHOL);
+  const alcohol = counted(all, codes.ALCOHOL);
   if (Object.keys(alcohol).length > 0) out.alcohol = alcohol;
   const activity = physicalActivity(all);
   if (Object.keys(activity).length > 0) out.physical_activity = activity;
@@ -394,10 +380,10 @@ const demographicTerm = (path: readonly string[], text: string) =>
  * record (a JSON AssembledPatient takes precedence, as for the concordance queries; otherwise the
  * feeds' clinical record):
  *
- * - `patient_biomarkers`: the newest value of each biomarker of `BIOMARKERS`, as a FHIR
- *   Observation's `code` (LOINC) and `valueQuantity` in the biomarker's UCUM unit (converted from
- *   another known unit; left out when the unit is missing or unknown). Blood pressure panels give
- *   their systolic and diastolic components.
+ * - `patient_biomarkers`: the newest value of each biomarker of `BIOMARKERS` (prevent-codes.ts),
+ *   as a FHIR Observation's `code` (LOINC) and `valueQuantity` in the biomarker's UCUM unit
+ *   (converted from another known unit; left out when the unit is missing or unknown). Blood
+ *   pressure panels give their systolic and diastolic components.
  * - `patient_history`: the newest smoking status (LOINC 72166-2, with its SNOMED CT or LOINC answer
  *   and `status` current, former, never or unknown), alcohol (drinks per day, AUDIT-C score),
  *   physical activity (Exercise Vital Sign: minutes per week, derived from days per week times
