@@ -57,15 +57,15 @@ function bundle(smoking: string, bmi: number): object {
     {
       resourceType: 'Patient',
       id: 'pt-prevent-1',
+      gender: 'female',
+      birthDate: born,
       identifier: [
         { system: 'urn:oid:1.2.3.4', value: LOCAL_ID },
         { system: 'http://hl7.org/fhir/sid/us-ssn', value: 'SSN-PLANTED-88120' },
       ],
-      name: [{ family: 'Quillfeather', given: ['Ottavia'] }],
-      telecom: [{ system: 'phone', value: '555-201-7733' }],
-      gender: 'female',
-      birthDate: born,
+      name: [{ family: 'Quillfeather', given: ['Ottavia'], use: 'official' }],
       address: [{ line: ['41 Brackenmoor Lane'], city: 'Springfield', postalCode: '62704' }],
+      telecom: [{ system: 'phone', value: '555-201-7733', use: 'home' }],
     },
     {
       resourceType: 'Observation',
