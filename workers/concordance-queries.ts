@@ -137,7 +137,8 @@ export interface ConcordanceQueries {
 
 /**
  * The concordance queries of one partition: a query is opened by ingest in the due set of new
- * queries (`qdue`); the {@link SubmitScheduler} claims due queries in batches and submits them;
+ * queries (`qdue`); the {@link SubmitScheduler} claims due queries in batches and submits them
+ * (a run of the reserved preset `prevent` is made there and then, see docs/prevent.md);
  * the {@link PollScheduler} polls the submitted ones from the due set of polls (`qpoll`) until
  * they end. Both decide through the pure lifecycle (src/queries/query-lifecycle.ts); this file
  * only plugs in the service client, the stores and the delivery side.
