@@ -19,7 +19,20 @@ import {
   pollAnswerOf,
   submitFailureOf,
 } from '../src/queries/service-answers.ts';
-import { SubmitScheduler, type SubmitOutcome } from '../src/queries/submit-scheduler.ts';
+import {
+  SubmitScheduler,
+  type Prepared,
+  type SubmitOutcome,
+} from '../src/queries/submit-scheduler.ts';
+import {
+  PREVENT_NOT_CONFIGURED,
+  PreventNotConfiguredError,
+  runPrevent,
+} from '../src/queries/prevent-run.ts';
+import type { ClaimedQuery } from '../src/queries/due-queries.ts';
+import { isPreventPreset } from '../src/ccsr/preset-names.ts';
+import { preventIdentifier } from '../src/identity/prevent-identifier.ts';
+import { buildPreventPayload } from '../src/records/prevent-payload.ts';
 import { PRESENCE_BEAT_MS, WorkerPresence } from '../src/queries/worker-presence.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import type { KeySpace } from '../src/queues/partitions.ts';
@@ -29,7 +42,7 @@ import { assemblePatient } from '../src/records/assemble-patient.ts';
 import { DemographicsWait } from '../src/records/demographics-wait.ts';
 import { knownIdentifiers } from '../src/records/known-identifiers.ts';
 import { prepareForService } from '../src/records/prepare-for-service.ts';
-import type { RecordStore } from '../src/records/record-store.ts';
+import type { RecordStore, StoredRecord } from '../src/records/record-store.ts';
 import type { ServiceClient } from '../src/service/create-service-client.ts';
 import { ServiceTimeoutError } from '../src/service/errors/service-timeout-error.ts';
 
@@ -124,7 +137,8 @@ export interface ConcordanceQueries {
 
 /**
  * The concordance queries of one partition: a query is opened by ingest in the due set of new
- * queries (`qdue`); the {@link SubmitScheduler} claims due queries in batches and submits them;
+ * queries (`qdue`); the {@link SubmitScheduler} claims due queries in batches and submits them
+ * (a run of the reserved preset `prevent` is made there and then, see docs/prevent.md);
  * the {@link PollScheduler} polls the submitted ones from the due set of polls (`qpoll`) until
  * they end. Both decide through the pure lifecycle (src/queries/query-lifecycle.ts); this file
  * only plugs in the service client, the stores and the delivery side.
@@ -163,6 +177,49 @@ export async function initConcordanceQueries(
   });
   const profiles = new LatencyProfiles({ source: polls, now });
   const deliver = (events: ResultEvent[]) => deliverAll(sink, events);
+  const prevent = config.prevent;
+  const identify =
+    prevent.enabled && prevent.id_key !== undefined ? preventIdentifier(prevent.id_key) : undefined;
+
+  /**
+   * A Prevent run (the reserved preset `prevent`): its payload built from the stored record now
+   * (waiting for a birth date as a concordance query does), its requests made when it is sent.
+   */
+  const preparePrevent = async (
+    query: ClaimedQuery,
+    stored: StoredRecord,
+    localId: string,
+  ): Promise<Prepared> => {
+    if (identify === undefined) throw new PreventNotConfiguredError(PREVENT_NOT_CONFIGURED);
+    const { record, clinical } = stored;
+    // A record sent as JSON takes precedence, as for the concordance queries.
+    const source =
+      record !== undefined
+        ? { assembled: record }
+        : clinical !== undefined
+          ? { clinical }
+          : undefined;
+    if (source === undefined) return { kind: 'missing' };
+    const payload = buildPreventPayload(source, {
+      now: new Date(now()),
+      localId,
+      knownIdentifiers: clinical ? knownIdentifiers(localId, clinical.patient) : [],
+    });
+    if (record === undefined)
+      await demographics.release(query.patientServiceId, query.ccsrCategory);
+    const run = { patientServiceId: query.patientServiceId, localId, payload };
+    const ports = {
+      client,
+      ids: crosswalk,
+      identify,
+      onRegistered: () => metrics?.preventRegistrations.inc(),
+    };
+    return {
+      kind: 'call',
+      recordVersion: stored.version,
+      call: (signal) => runPrevent(ports, run, signal),
+    };
+  };
   const optional = <T>(key: string, value: T | undefined) =>
     value === undefined ? {} : { [key]: value };
 
@@ -184,6 +241,7 @@ export async function initConcordanceQueries(
         const stored = records.opened(psid, query.record);
         const localId = crosswalk.openLocalId(psid, query.sealedLocalId);
         if (stored === undefined || localId === undefined) return { kind: 'missing' };
+        if (isPreventPreset(query.ccsrCategory)) return preparePrevent(query, stored, localId);
         const { record, clinical } = stored;
         // A record sent as JSON takes precedence; otherwise the feeds' record is assembled now.
         let assembled = record;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
+import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { MAX_PARTITIONS } from './redis-partitioning.ts';
 
 const SERVICE_ENVIRONMENTS = ['production', 'staging', 'development', 'local'] as const;
@@ -63,9 +64,13 @@ const port = z.int().min(0).max(65_535);
 const ms = z.int().min(0);
 
 const RuleSchema = z.strictObject({
+  /** A CCSR category, or the reserved `prevent` (needs `prevent.enabled`). */
   ccsr_category: z
     .string()
-    .refine((code) => loadCcsrTables().isCategory(code), 'not a CCSR v2023.1 problem category'),
+    .refine(
+      (code) => isPreventPreset(code) || loadCcsrTables().isCategory(code),
+      'not a CCSR v2023.1 problem category (nor the reserved preset `prevent`)',
+    ),
   /** Only updates whose `changes` name one of these kinds of data. */
   when_changes: z.array(z.string().min(1)).min(1).optional(),
 });
@@ -372,6 +377,20 @@ export const ConfigSchema = z.strictObject({
         }
       });
     }),
+  /** Prevent: healthy-behaviour recommendations for patients with the `prevent` preset (docs/prevent.md). */
+  prevent: z
+    .strictObject({
+      /** Off: the `prevent` preset is refused (route and rules) and no Prevent request is made. */
+      enabled: z.boolean(),
+      /** Every patient has the `prevent` preset (as a rule without `when_changes` would give). */
+      every_patient: z.boolean(),
+      /**
+       * Set only from the environment (`PREVENT_ID_KEY`): the HMAC key of the pseudonymous
+       * `unique_patient_identifier`. Never rotated (see docs/prevent.md).
+       */
+      id_key: z.string().min(1).optional(),
+    })
+    .default({ enabled: false, every_patient: false }),
   /** Patient administration: purge and opt-out routes, and their audit log. */
   admin: z.strictObject({
     /** Set only from the environment (`ADMIN_TOKENS`, comma-separated): the admin routes' tokens. */

@@ -1,3 +1,4 @@
+import { PREVENT_PRESET } from '../ccsr/preset-names.ts';
 import type { Config } from './config-schema.ts';
 
 /**
@@ -6,8 +7,11 @@ import type { Config } from './config-schema.ts';
  * other. A slice holds the very section objects of the configuration (no copy).
  */
 
-/** The query engine (workers/concordance-queries.ts): its rules, and what a record may send. */
-export type QueriesSlice = Pick<Config, 'queries' | 'privacy'>;
+/**
+ * The query engine (workers/concordance-queries.ts): its rules, what a record may send, and
+ * Prevent (its identifier key).
+ */
+export type QueriesSlice = Pick<Config, 'queries' | 'privacy' | 'prevent'>;
 
 /** The delivery side (router, channels, webhook worker): `delivery.*` and the outbound network. */
 export type DeliverySlice = Pick<Config, 'delivery' | 'outbound'>;
@@ -24,7 +28,16 @@ export type TerminologySlice = Pick<Config, 'terminology' | 'outbound' | 'redis'
  */
 export type IngestSlice = Pick<
   Config,
-  'ingest' | 'admin' | 'hl7v2' | 'fhir' | 'presets' | 'privacy' | 'queries' | 'redis' | 'outbound'
+  | 'ingest'
+  | 'admin'
+  | 'hl7v2'
+  | 'fhir'
+  | 'presets'
+  | 'privacy'
+  | 'queries'
+  | 'redis'
+  | 'outbound'
+  | 'prevent'
 >;
 
 export interface ConfigSlices {
@@ -50,12 +63,40 @@ export function configSlices(config: Config): ConfigSlices {
     delivery,
     service,
     terminology,
+    prevent,
   } = config;
   return {
-    ingest: { ingest, admin, hl7v2, fhir, presets, privacy, queries, redis, outbound },
-    queries: { queries, privacy },
+    ingest: {
+      ingest,
+      admin,
+      hl7v2,
+      fhir,
+      presets: withPreventRule(presets, prevent),
+      privacy,
+      queries,
+      redis,
+      outbound,
+      prevent,
+    },
+    queries: { queries, privacy, prevent },
     delivery: { delivery, outbound },
     service: { service, outbound },
     terminology: { terminology, outbound, redis },
   };
+}
+
+/**
+ * `presets` with the `prevent` rule of `prevent.every_patient` (a rule without `when_changes`, so
+ * that it is listed with the other rules and applies to every update); the section itself when
+ * there is none to add, or when a rule names `prevent` already.
+ */
+export function withPreventRule(
+  presets: Config['presets'],
+  prevent: Config['prevent'],
+): Config['presets'] {
+  const wanted = prevent.enabled && prevent.every_patient;
+  if (!wanted || presets.rules.some((rule) => rule.ccsr_category === PREVENT_PRESET)) {
+    return presets;
+  }
+  return { ...presets, rules: [...presets.rules, { ccsr_category: PREVENT_PRESET }] };
 }

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { packageFile } from '../package-root.ts';
 import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { ConfigSchema, type Config } from './config-schema.ts';
+import { preventProblems } from './prevent-problems.ts';
 import { scaleOutProblems } from './scale-out-problems.ts';
 import { secretProblems } from './secret-problems.ts';
 
@@ -65,6 +66,7 @@ const ENV_PATHS: readonly [
   ['QUEUE_VIEW_TOKENS', ['admin', 'queue_view', 'tokens'], 'list'],
   ['MLLP_PORT', ['hl7v2', 'mllp', 'port'], 'int'],
   ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
+  ['PREVENT_ID_KEY', ['prevent', 'id_key'], 'string'],
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
   ['WEBHOOK_URL', ['delivery', 'webhook', 'url'], 'string'],
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
@@ -98,6 +100,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['admin', 'tokens'], 'ADMIN_TOKENS'],
   [['admin', 'queue_view', 'tokens'], 'QUEUE_VIEW_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
+  [['prevent', 'id_key'], 'PREVENT_ID_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
   [['fhir', 'token'], 'FHIR_TOKEN'],
@@ -190,6 +193,7 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
       message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
     });
   }
+  invalid.push(...preventProblems(config));
   invalid.push(...secretProblems(config));
   invalid.push(...scaleOutProblems(config));
   if (invalid.length > 0) throw new ConfigError(invalid);

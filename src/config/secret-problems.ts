@@ -33,6 +33,10 @@ export function secretProblems(config: Config): ConfigProblem[] {
   if (crosswalk !== undefined) {
     add('identity.crosswalk_key', checkSecretKey('CROSSWALK_KEY', crosswalk));
   }
+  const preventKey = config.prevent.id_key;
+  if (preventKey !== undefined) {
+    add('prevent.id_key', checkSecretKey('PREVENT_ID_KEY', preventKey));
+  }
   const webhook = config.delivery.webhook.secret;
   if (webhook !== undefined)
     add('delivery.webhook.secret', checkWebhookSecret('WEBHOOK_SECRET', webhook));

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { ChangeDetector } from './change-detector.ts';
@@ -63,5 +63,23 @@ describe('ChangeDetector', () => {
     const failure = (code: string) =>
       event({ status: 'failed', concordance: null, error: { code, message: code } });
     expect(ignoring.contentHash(failure('A'))).not.toBe(ignoring.contentHash(failure('B')));
+  });
+
+  it('compares Prevent recommendations under their own key, ignore_fields applying inside', async () => {
+    const prevent = (recommendations: object) =>
+      event({
+        type: 'prevent.completed',
+        ccsr_category: 'prevent',
+        concordance: null,
+        prevent: { generated_at: randomUUID(), recommendations },
+      });
+    expect(await detector.check(event())).toBe(true);
+    expect(await detector.check(prevent([{ rank: 1, factor: 'smoking' }]))).toBe(true);
+    expect(await detector.check(prevent([{ rank: 1, factor: 'smoking' }]))).toBe(false);
+    expect(await detector.check(prevent([{ rank: 1, factor: 'weight' }]))).toBe(true);
+    // The concordance key was not disturbed, and its fingerprint is what it was before Prevent.
+    expect(await detector.check(event())).toBe(false);
+    const before = JSON.stringify(['completed', null, '{"concordant":true}']);
+    expect(detector.contentHash(event())).toBe(createHash('sha256').update(before).digest('hex'));
   });
 });

@@ -30,7 +30,8 @@ export interface ChangeDetectorOptions {
 /**
  * Decides whether a result differs from the last one handed over for its (patient_service_id,
  * ccsr_category). Compared: the outcome (so a failure after a success counts as a change), the
- * error code and the normalized concordance. The first result of a key is always a change.
+ * error code and the normalized concordance (or Prevent recommendations, under the key
+ * `<psid>/prevent`). The first result of a key is always a change.
  */
 export class ChangeDetector {
   readonly #redis: RedisClient;
@@ -45,11 +46,15 @@ export class ChangeDetector {
 
   /** The fingerprint of what a result says (not of when or why it was produced). */
   contentHash(event: ResultEvent): string {
-    // ignore_fields apply inside the concordance only: the outcome itself is never ignored.
+    // ignore_fields apply inside the concordance (and a Prevent answer) only: the outcome itself
+    // is never ignored. A concordance event's fingerprint is what it always was.
     const content = JSON.stringify([
       event.status,
       event.error?.code ?? null,
       normalizedContent(event.concordance, this.#ignoreFields),
+      ...(event.prevent === undefined
+        ? []
+        : [normalizedContent(event.prevent, this.#ignoreFields)]),
     ]);
     return createHash('sha256').update(content).digest('hex');
   }

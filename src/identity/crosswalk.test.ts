@@ -72,4 +72,29 @@ describe('Crosswalk (real Redis)', () => {
     expect(await crosswalk.fhirIdOf(patientServiceId, opaque)).toBe('Condition/abc');
     expect(await crosswalk.fhirIdOf(patientServiceId, 'ref-unknown')).toBeUndefined();
   });
+
+  it('keeps the Prevent id beside the service id, sealed, until the entry goes', async () => {
+    const { patientServiceId } = await crosswalk.resolve('MRN-PLANTED-42');
+    expect(await crosswalk.preventPatientIdOf('MRN-PLANTED-42', patientServiceId)).toBeUndefined();
+    expect(
+      await crosswalk.keepPreventPatientId('MRN-PLANTED-42', patientServiceId, 'PREVENT-ID-777'),
+    ).toBe(true);
+    expect(await crosswalk.preventPatientIdOf('MRN-PLANTED-42', patientServiceId)).toBe(
+      'PREVENT-ID-777',
+    );
+    // Our own service id and the service's Prevent id stay apart, and neither is in the clear.
+    const entry = await env.redis.hgetall(crosswalk.lookupKeyOf('MRN-PLANTED-42'));
+    expect(entry.psid).toBe(patientServiceId);
+    expect(Object.keys(entry).sort()).toEqual(['local', 'prevent_patient_id', 'psid']);
+    expect(JSON.stringify(entry)).not.toContain('PREVENT-ID-777');
+    // Asked for another service id (a purge re-created the patient): nothing, and nothing kept.
+    expect(await crosswalk.preventPatientIdOf('MRN-PLANTED-42', 'another-psid')).toBeUndefined();
+    expect(await crosswalk.keepPreventPatientId('MRN-PLANTED-42', 'another-psid', 'X')).toBe(false);
+    // A purge removes it with the entry: a new patient has to register again.
+    await crosswalk.remove('MRN-PLANTED-42');
+    const again = await crosswalk.resolve('MRN-PLANTED-42');
+    expect(
+      await crosswalk.preventPatientIdOf('MRN-PLANTED-42', again.patientServiceId),
+    ).toBeUndefined();
+  });
 });

@@ -39,6 +39,19 @@ redis.call('DEL', KEYS[1])
 return 1
 `;
 
+/** Sets a field of a lookup entry only while the entry names the service id ARGV[1]. */
+const SET_IF_NAMED = `
+if redis.call('HGET', KEYS[1], 'psid') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
+return 1
+`;
+
+/** The lookup entry's field of the patient's Prevent id (see `Crosswalk.preventPatientIdOf`). */
+export const PREVENT_PATIENT_ID = 'prevent_patient_id';
+
+/** The associated data a Prevent id is sealed with: bound to our own service id. */
+export const preventContext = (patientServiceId: string): string => `xwp:${patientServiceId}`;
+
 export interface CrosswalkOptions {
   redis: RedisClient;
   /**
@@ -199,6 +212,45 @@ export class Crosswalk {
       const removed = await this.#redis.eval(REMOVE, 2, forward, reverse, patientServiceId);
       if (removed === 1) return patientServiceId;
     }
+  }
+
+  /**
+   * The id Prevent registered the patient under (its `patient_service_id`, which this project
+   * calls `prevent_patient_id` to keep it apart from our own patient service id): a field of the
+   * local id's lookup entry, beside our own service id, sealed and bound to our service id.
+   * Undefined when the patient was never registered with Prevent (or the entry no longer names
+   * `patientServiceId`).
+   */
+  async preventPatientIdOf(localId: string, patientServiceId: string): Promise<string | undefined> {
+    const [psid, sealed] = await this.#redis.hmget(
+      this.#forward(localId),
+      'psid',
+      PREVENT_PATIENT_ID,
+    );
+    if (psid !== patientServiceId || sealed == null) return undefined;
+    return this.#keys.open(sealed, preventContext(patientServiceId)).toString('utf8');
+  }
+
+  /**
+   * Keeps the id Prevent answered a registration with (see {@link preventPatientIdOf}), only if the
+   * lookup entry still names `patientServiceId` (a purge or a re-created patient wins). True when
+   * it was kept.
+   */
+  async keepPreventPatientId(
+    localId: string,
+    patientServiceId: string,
+    preventPatientId: string,
+  ): Promise<boolean> {
+    const sealed = this.#keys.seal(preventPatientId, preventContext(patientServiceId));
+    const kept = await this.#redis.eval(
+      SET_IF_NAMED,
+      1,
+      this.#forward(localId),
+      patientServiceId,
+      PREVENT_PATIENT_ID,
+      sealed,
+    );
+    return kept === 1;
   }
 
   /** The local id behind a service id (for results handed back to the hospital). */

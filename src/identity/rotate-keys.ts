@@ -11,6 +11,7 @@ import {
   type StoredEvent,
 } from '../delivery/stored-event.ts';
 import type { CrosswalkKeys } from './crosswalk-keys.ts';
+import { PREVENT_PATIENT_ID, preventContext } from './crosswalk.ts';
 
 /** Sets a hash field only when it still holds the value read (a rotation never overwrites news). */
 const HSET_IF = `
@@ -21,12 +22,14 @@ return 1
 
 /**
  * Moves one crosswalk entry to the new keys in one step: the forward entry is renamed (its name is
- * the HMAC of the local id under the lookup key), both sealed copies of the local id re-sealed.
+ * the HMAC of the local id under the lookup key), both sealed copies of the local id re-sealed, and
+ * the patient's Prevent id (ARGV[4], when it has one) re-sealed with them.
  */
 const MOVE_ENTRY = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], 'psid', ARGV[3], 'local', ARGV[2])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], '${PREVENT_PATIENT_ID}', ARGV[4]) end
 if KEYS[3] ~= KEYS[2] and redis.call('HGET', KEYS[3], 'psid') == ARGV[3] then
   redis.call('DEL', KEYS[3])
 end
@@ -43,6 +46,7 @@ const SET_FORWARD = `
 local existing = redis.call('HGET', KEYS[1], 'psid')
 if existing and existing ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'psid', ARGV[1], 'local', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '${PREVENT_PATIENT_ID}', ARGV[3]) end
 return 1
 `;
 const SET_IF = `
@@ -171,11 +175,15 @@ async function rotateCrosswalk(
     const next = forwardKey(space, to, localId);
     const old = forwardKey(space, from, localId);
     const resealed = to.seal(localId, context);
+    // The Prevent id moves with the entry (re-sealed); one the old keys do not open is left out.
+    const prevent = await redis.hget(old, PREVENT_PATIENT_ID);
+    const preventId = prevent === null ? undefined : opens(from, prevent, preventContext(psid));
+    const movedPrevent = preventId === undefined ? '' : to.seal(preventId, preventContext(psid));
     if (!dryRun && new Set([reverse, next, old].map(prefixOfKey)).size === 1) {
-      await redis.eval(MOVE_ENTRY, 3, reverse, next, old, sealed, resealed, psid);
+      await redis.eval(MOVE_ENTRY, 3, reverse, next, old, sealed, resealed, psid, movedPrevent);
     } else if (!dryRun) {
       // The new lookup entry falls in another partition: three steps (see SET_FORWARD).
-      if ((await redis.eval(SET_FORWARD, 1, next, psid, resealed)) === 1) {
+      if ((await redis.eval(SET_FORWARD, 1, next, psid, resealed, movedPrevent)) === 1) {
         if ((await redis.eval(SET_IF, 1, reverse, sealed, resealed)) === 1 && old !== next) {
           if ((await redis.hget(old, 'psid')) === psid) await redis.del(old);
         }

@@ -169,6 +169,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     presets: deps.presets,
     rules,
     tables,
+    preventEnabled: config.prevent.enabled,
   });
   if (deps.admin !== undefined) await app.register(patientAdminRoutes, { admin: deps.admin });
   const view = config.admin.queue_view;

@@ -141,6 +141,10 @@ export class PipelineMetrics {
   readonly polls: Counter<'state'>;
   readonly pollLateness: Histogram;
   readonly queriesFinished: Counter<'outcome'>;
+  /** Prevent runs (the reserved preset `prevent`) that ended, by outcome; not in queriesFinished. */
+  readonly preventRuns: Counter<'outcome'>;
+  /** Patients registered with Prevent (`POST /v1/patient`): first runs, and ids the service lost. */
+  readonly preventRegistrations: Counter;
   readonly resubmissions: Counter;
   /** Submissions that may have created a remote job twice (see docs/operations.md, the crash window). */
   readonly possibleDuplicates: Counter<'reason'>;
@@ -218,6 +222,27 @@ export class PipelineMetrics {
           name: 'cw_queries_finished_total',
           help: 'Concordance queries that ended, by outcome (completed, failed, lost, timed_out, rejected, superseded).',
           labelNames: ['outcome'],
+          registers,
+        }),
+    );
+    this.preventRuns = reuse(
+      registry,
+      'cw_prevent_runs_total',
+      () =>
+        new Counter({
+          name: 'cw_prevent_runs_total',
+          help: 'Prevent runs (healthy-behaviour recommendations) that ended, by outcome (completed, failed, rejected, superseded).',
+          labelNames: ['outcome'],
+          registers,
+        }),
+    );
+    this.preventRegistrations = reuse(
+      registry,
+      'cw_prevent_registrations_total',
+      () =>
+        new Counter({
+          name: 'cw_prevent_registrations_total',
+          help: 'Patients registered with Prevent under their keyed identifier (a first run, or an id the service no longer knew).',
           registers,
         }),
     );

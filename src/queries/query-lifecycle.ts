@@ -31,6 +31,8 @@ export interface EndDecision {
   countAs: EndCount;
   failure?: EndFailure;
   concordance?: Record<string, unknown> | null;
+  /** A Prevent run's answer (its recommendations), passed through. */
+  recommendations?: Record<string, unknown>;
 }
 
 /** The query ends now without an event (superseded, with `deliver_superseded` off). */
@@ -167,7 +169,10 @@ export type SubmitFailure =
       kind: 'refused';
       code: Extract<
         ResultErrorCode,
-        'ERR_RECORD_NOT_ASSEMBLABLE' | 'ERR_IDENTIFIER_LEAK' | 'ERR_SERVICE_VALIDATION'
+        | 'ERR_RECORD_NOT_ASSEMBLABLE'
+        | 'ERR_IDENTIFIER_LEAK'
+        | 'ERR_SERVICE_VALIDATION'
+        | 'ERR_PREVENT_NO_DATA'
       >;
       message: string;
       items?: EndFailure['items'];

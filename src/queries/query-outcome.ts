@@ -1,5 +1,6 @@
 import type { ResultEvent, QueryOutcome } from '../delivery/result-event.ts';
 import type { Logger } from 'pino';
+import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { queryJobId, type QueryJobData } from './query-job.ts';
 import type { EndDecision, ForgetDecision } from './query-lifecycle.ts';
 
@@ -16,16 +17,23 @@ export interface OutcomeDetails {
   outcome: QueryOutcome;
   patientId: string | null;
   concordance?: Record<string, unknown> | null;
+  /** A Prevent run's recommendations. */
+  recommendations?: Record<string, unknown>;
   failure?: QueryFailure;
   now?: Date;
 }
 
-/** The result event of a query that has ended. */
+/**
+ * The result event of a query that has ended: `concordance.*`, or `prevent.*` for the reserved
+ * preset `prevent` (with the recommendations under `prevent`).
+ */
 export function resultEvent(data: QueryJobData, details: OutcomeDetails): ResultEvent {
   const triggers = data.triggers;
+  const prevent = isPreventPreset(data.ccsrCategory);
+  const kind = prevent ? 'prevent' : 'concordance';
   return {
     id: data.queryId,
-    type: details.outcome === 'completed' ? 'concordance.completed' : 'concordance.failed',
+    type: `${kind}.${details.outcome === 'completed' ? 'completed' : 'failed'}`,
     created_at: (details.now ?? new Date()).toISOString(),
     patient_id: details.patientId,
     patient_service_id: data.patientServiceId,
@@ -41,6 +49,7 @@ export function resultEvent(data: QueryJobData, details: OutcomeDetails): Result
     status: details.outcome,
     concordance: details.concordance ?? null,
     error: details.failure ?? null,
+    ...(prevent ? { prevent: details.recommendations ?? null } : {}),
   };
 }
 

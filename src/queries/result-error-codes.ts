@@ -40,6 +40,10 @@ export const RESULT_ERROR_CODES = {
   ERR_SERVICE_TIMEOUT: 'failed',
   /** The service refused a request parameter. */
   ERR_SERVICE_PARAMS: 'failed',
+  /** Prevent: the record holds no biomarker and no history item Prevent can use; nothing was sent. */
+  ERR_PREVENT_NO_DATA: 'rejected',
+  /** Prevent: the worker has no `PREVENT_ID_KEY` (or Prevent is off there); nothing was sent. */
+  ERR_PREVENT_NOT_CONFIGURED: 'failed',
 } as const;
 
 export type ResultErrorCode = keyof typeof RESULT_ERROR_CODES;

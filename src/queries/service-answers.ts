@@ -1,4 +1,6 @@
 import { IdentifierLeakError } from '../records/prepare-for-service.ts';
+import { PreventNoDataError } from '../records/prevent-payload.ts';
+import { PreventNotConfiguredError } from './prevent-run.ts';
 import { RecordNotAssemblableError } from '../records/assemble-patient.ts';
 import type { ConcordanceJob } from '../service/create-service-client.ts';
 import { ServiceAuthError } from '../service/errors/service-auth-error.ts';
@@ -52,8 +54,15 @@ export function submitFailureOf(err: unknown): SubmitFailure | undefined {
   if (err instanceof RecordNotAssemblableError && err.reason === 'birth_date_missing') {
     return { kind: 'birth_date_missing' };
   }
-  if (err instanceof IdentifierLeakError || err instanceof RecordNotAssemblableError) {
+  if (
+    err instanceof IdentifierLeakError ||
+    err instanceof RecordNotAssemblableError ||
+    err instanceof PreventNoDataError
+  ) {
     return { kind: 'refused', code: err.code, message: err.message };
+  }
+  if (err instanceof PreventNotConfiguredError) {
+    return { kind: 'permanent', code: err.code, message: err.message };
   }
   if (err instanceof ServiceValidationError) {
     return { kind: 'refused', code: err.code, message: err.message, items: err.items };

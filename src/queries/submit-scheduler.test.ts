@@ -196,7 +196,7 @@ describe('SubmitScheduler (real Redis)', () => {
    * Stores a record for a new patient `mrn` and opens its query, as ingest does (one script): due
    * DEBOUNCE_MS after now. Returns the patient's service id.
    */
-  async function open(mrn: string, eventId = `ev-${mrn}`): Promise<string> {
+  async function open(mrn: string, eventId = `ev-${mrn}`, category = CATEGORY): Promise<string> {
     const plan = stack.crosswalk.plan(mrn);
     const psid = plan.patientServiceId;
     const result = await stack.committer.commit({
@@ -209,7 +209,7 @@ describe('SubmitScheduler (real Redis)', () => {
       },
       eventId,
       now: new Date(clock),
-      extraCategories: [CATEGORY],
+      extraCategories: [category],
     });
     expect(result).toMatchObject({ status: 'ok', queries: [{ coalesced: false }] });
     return psid;
@@ -749,5 +749,95 @@ describe('SubmitScheduler (real Redis)', () => {
       },
     ]);
     expect(await env.redis.zcard(queryOutboxKey(env.prefix))).toBe(0);
+  });
+
+  describe('a query the service answers at once (Prevent)', () => {
+    const answer = { recommendations: [{ rank: 1, factor: 'smoking' }] };
+    /** Prepares the patient's run as a call: `outcomes` in order, each an answer or a failure. */
+    const call = (psid: string, results: (object | PortFailure)[]) =>
+      prepared.set(psid, {
+        kind: 'call',
+        recordVersion: 1,
+        async call() {
+          sent.push(psid);
+          const next = results.shift() ?? answer;
+          if (next instanceof PortFailure) throw next;
+          return next as Record<string, unknown>;
+        },
+      });
+
+    it('ends completed with the answer, unpolled, as a prevent.completed event counted apart', async () => {
+      const psid = await open('MRN-PREVENT', 'ev-p', 'prevent');
+      call(psid, [answer]);
+      clock += DEBOUNCE_MS;
+      expect(await tickAndSettle(scheduler())).toBe(1);
+      expect(events()).toMatchObject([
+        {
+          type: 'prevent.completed',
+          ccsr_category: 'prevent',
+          status: 'completed',
+          record_version: 1,
+          remote_job_id: null,
+          concordance: null,
+          prevent: answer,
+          error: null,
+          patient_id: 'MRN-PREVENT',
+        },
+      ]);
+      expect(await env.redis.zcard(pollSetKey(env.prefix))).toBe(0);
+      expect(await env.redis.zcard(queryOutboxKey(env.prefix))).toBe(0);
+      expect(await counted(metrics.preventRuns)).toEqual([
+        expect.objectContaining({ labels: { outcome: 'completed' }, value: 1 }),
+      ]);
+      expect(await counted(metrics.queriesFinished)).toEqual([]);
+    });
+
+    it('retries a transient failure of the call, then delivers its answer', async () => {
+      const psid = await open('MRN-PREVENT-5XX', 'ev-p5', 'prevent');
+      const unavailable = new PortFailure({
+        kind: 'transient',
+        code: 'ERR_SERVICE_UNAVAILABLE',
+        message: 'POST /v1/patient/{patient_service_id} answered 503',
+      });
+      call(psid, [unavailable, answer]);
+      clock += DEBOUNCE_MS;
+      const s = scheduler();
+      expect(await tickAndSettle(s)).toBe(1);
+      const member = `${psid}|prevent|1`;
+      expect(await env.redis.zscore(queryOutboxKey(env.prefix), member)).toBe(
+        String(clock + BACKOFF_MS),
+      );
+      expect(delivered).toEqual([]);
+      clock += BACKOFF_MS;
+      expect(await tickAndSettle(s)).toBe(1);
+      expect(sent).toEqual([psid, psid]);
+      expect(events()).toMatchObject([{ type: 'prevent.completed', prevent: answer }]);
+    });
+
+    it('ends a run refused before sending prevent.failed with its code, and no answer', async () => {
+      const psid = await open('MRN-PREVENT-EMPTY', 'ev-pe', 'prevent');
+      prepared.set(
+        psid,
+        new PortFailure({
+          kind: 'refused',
+          code: 'ERR_PREVENT_NO_DATA',
+          message: 'the record holds no biomarker and no history item Prevent can use; not sent',
+        }),
+      );
+      clock += DEBOUNCE_MS;
+      expect(await tickAndSettle(scheduler())).toBe(1);
+      expect(sent).toEqual([]);
+      expect(events()).toMatchObject([
+        {
+          type: 'prevent.failed',
+          status: 'rejected',
+          prevent: null,
+          error: { code: 'ERR_PREVENT_NO_DATA' },
+        },
+      ]);
+      expect(await counted(metrics.preventRuns)).toEqual([
+        expect.objectContaining({ labels: { outcome: 'rejected' }, value: 1 }),
+      ]);
+    });
   });
 });

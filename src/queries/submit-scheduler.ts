@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { DueSetLoop, type DueSetSchedulerOptions } from './due-set-loop.ts';
 import type { ResultEvent } from '../delivery/result-event.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
@@ -21,8 +22,21 @@ import { logQueryEnd, resultEvent } from './query-outcome.ts';
 /** What the adapter could make of a claimed query's record. */
 export type Prepared =
   | { kind: 'payload'; payload: AssembledPatient; recordVersion: number }
+  /**
+   * A query the service answers at once (Prevent): `call` makes its requests and resolves with
+   * the answer, which ends the query `completed` (no remote job, no poll); it throws the service's
+   * errors, which the lifecycle handles as a submission's.
+   */
+  | {
+      kind: 'call';
+      call: (signal: AbortSignal) => Promise<Record<string, unknown>>;
+      recordVersion: number;
+    }
   /** No record (or no local id): the query ends rejected. */
   | { kind: 'missing' };
+
+/** A prepared query about to be sent. */
+type ToSend = { query: ClaimedQuery } & Exclude<Prepared, { kind: 'missing' }>;
 
 /** The ports the submission side works through. */
 export interface SubmitPorts {
@@ -158,7 +172,7 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
     const { rules, ports } = this.#o;
     const ended: Ended[] = [];
     const writes: DueWrite[] = [];
-    const toSend: { query: ClaimedQuery; payload: AssembledPatient; recordVersion: number }[] = [];
+    const toSend: ToSend[] = [];
     const end = (query: ClaimedQuery, decision: EndDecision | ForgetDecision) =>
       endQuery(ended, writes, query, decision);
     await Promise.all(
@@ -180,8 +194,8 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
         }
         try {
           const prepared = await ports.prepare(query);
-          if (prepared.kind === 'payload') toSend.push({ query, ...prepared });
-          else end(query, RECORD_MISSING);
+          if (prepared.kind === 'missing') end(query, RECORD_MISSING);
+          else toSend.push({ query, ...prepared });
         } catch (err) {
           await this.#afterFailure(query, err, undefined, ended, writes);
         }
@@ -191,6 +205,13 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
     await Promise.all(
       toSend.map(async (item, i) => {
         const answer = begun[i];
+        if (item.kind === 'call') {
+          if (answer?.state === 'interrupted') {
+            this.#o.metrics?.possibleDuplicates.inc({ reason: 'worker_restart' });
+          }
+          await this.#call(item, ended, writes);
+          return;
+        }
         if (answer?.state === 'stored') {
           // An earlier run stored the remote job and died before the claim was written back.
           await ports.submitted(item.query, answer.remote, this.#now());
@@ -205,8 +226,31 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
     await this.#finish(ended, writes);
   }
 
+  /** Makes a query's call (Prevent): its answer ends the query at once, `completed`. */
+  async #call(
+    item: Extract<ToSend, { kind: 'call' }>,
+    ended: Ended[],
+    writes: DueWrite[],
+  ): Promise<void> {
+    const { query, recordVersion } = item;
+    let recommendations: Record<string, unknown>;
+    try {
+      recommendations = await item.call(this.signal);
+    } catch (err) {
+      await this.#afterFailure(query, err, recordVersion, ended, writes);
+      return;
+    }
+    const completed: EndDecision = {
+      kind: 'end',
+      outcome: 'completed',
+      countAs: 'completed',
+      recommendations,
+    };
+    endQuery(ended, writes, query, completed, { recordVersion });
+  }
+
   async #send(
-    item: { query: ClaimedQuery; payload: AssembledPatient; recordVersion: number },
+    item: Extract<ToSend, { kind: 'payload' }>,
     ended: Ended[],
     writes: DueWrite[],
   ): Promise<void> {
@@ -322,21 +366,25 @@ export class SubmitScheduler extends DueSetLoop<ClaimedQuery> {
     const { ports, logger } = this.#o;
     const now = this.#now();
     const withEvents = ended.filter((e) => e.decision.kind === 'end');
-    const events = withEvents.map(({ query, data, decision }) =>
-      resultEvent(data, {
-        outcome: (decision as EndDecision).outcome,
+    const events = withEvents.map(({ query, data, decision }) => {
+      const { outcome, failure, recommendations } = decision as EndDecision;
+      return resultEvent(data, {
+        outcome,
         patientId: ports.localIdOf(query) ?? null,
-        ...((decision as EndDecision).failure === undefined
-          ? {}
-          : { failure: (decision as EndDecision).failure }),
+        ...(failure === undefined ? {} : { failure }),
+        ...(recommendations === undefined ? {} : { recommendations }),
         now: new Date(now),
-      }),
-    );
+      });
+    });
     if (events.length > 0) await ports.deliver(events);
     await this.#o.due.apply(writes);
     for (const { query, data, decision } of ended) {
       const eventId = decision.kind === 'end' ? data.queryId : null;
-      this.#o.metrics?.queriesFinished.inc({ outcome: decision.countAs });
+      // Prevent runs are counted apart: they are not concordance queries.
+      const finished = isPreventPreset(query.ccsrCategory)
+        ? this.#o.metrics?.preventRuns
+        : this.#o.metrics?.queriesFinished;
+      finished?.inc({ outcome: decision.countAs });
       logQueryEnd(logger, data, decision, now - query.dueAt);
       this.#o.onOutcome?.({ data, decision, eventId });
     }

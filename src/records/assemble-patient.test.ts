@@ -329,3 +329,28 @@ describe('assemblePatient: nothing identifying leaves', () => {
     expect(text).toContain('"days_before_assembly"');
   });
 });
+
+describe('assemblePatient: what is not the patient’s own clinical fact', () => {
+  it('never makes a node of a family history or of questionnaire answers', () => {
+    const patient = assemblePatient(
+      record([
+        item('c1'),
+        item('fmh', {
+          kind: 'family_history',
+          codings: [{ system: CODE_SYSTEMS.snomed, code: '315619001' }],
+          relationship: {
+            system: 'http://terminology.hl7.org/CodeSystem/v3-RoleCode',
+            code: 'FTH',
+          },
+        }),
+        item('qr', {
+          kind: 'questionnaire',
+          codings: [{ system: CODE_SYSTEMS.loinc, code: '72109-2' }],
+          components: [{ codings: [{ system: CODE_SYSTEMS.loinc, code: '75626-2' }], value: 5 }],
+        }),
+      ]),
+      { now: NOW },
+    );
+    expect(patient.nodes.map((n) => n.coding.map((c) => c.code))).toEqual([['E11.9']]);
+  });
+});

@@ -31,7 +31,8 @@ export interface AssembleOptions {
 
 const DAY_MS = 86_400_000;
 
-const NODE_TYPE: Record<ItemKind, NodeType> = {
+/** The node type of each kind; `null`: not the patient's own clinical fact, never a node. */
+const NODE_TYPE: Record<ItemKind, NodeType | null> = {
   condition: 'condition',
   observation: 'observation',
   medication: 'intervention',
@@ -39,6 +40,9 @@ const NODE_TYPE: Record<ItemKind, NodeType> = {
   care_plan: 'intervention',
   allergy: 'allergy',
   immunization: 'immunization',
+  // A relative's conditions are not the patient's; questionnaire answers go to Prevent only.
+  family_history: null,
+  questionnaire: null,
 };
 
 /** Condition statuses that make a problem active (FHIR condition-clinical). */
@@ -66,7 +70,7 @@ function parseCalendarDay(text: string): CalendarDay | undefined {
 }
 
 /** Whole days from `effectiveAt` to `now`; negative for a planned (future) date; undefined if unreadable. */
-function daysBefore(effectiveAt: string | undefined, now: Date): number | undefined {
+export function daysBefore(effectiveAt: string | undefined, now: Date): number | undefined {
   if (effectiveAt === undefined) return undefined;
   const text = effectiveAt.trim();
   // A datetime with a time part: elapsed whole days between the two instants.
@@ -83,7 +87,7 @@ function daysBefore(effectiveAt: string | undefined, now: Date): number | undefi
 }
 
 /** Whole years at `now` (UTC calendar date), birthdays respected; over 89 is sent as 90. */
-function ageAt(birthDate: string | undefined, now: Date): number {
+export function ageAt(birthDate: string | undefined, now: Date): number {
   if (birthDate === undefined || birthDate.trim() === '') {
     throw new RecordNotAssemblableError('birth_date_missing');
   }
@@ -110,7 +114,8 @@ const GENDERS: Record<string, string> = {
   n: 'unknown', // HL7 v2 table 0001 "not applicable"
 };
 
-function genderOf(gender: string | undefined): string {
+/** The administrative gender as the assembled record names it (`unknown` when not given). */
+export function genderOf(gender: string | undefined): string {
   return GENDERS[(gender ?? '').trim().toLowerCase()] ?? 'unknown';
 }
 
@@ -207,13 +212,16 @@ export function assemblePatient(
   };
   const items = Object.values(record.items)
     .filter((item) => item.status?.trim().toLowerCase() !== 'entered-in-error')
-    .map((item) => ({ item, coding: codingsOf(item) }))
+    .flatMap((item) => {
+      const nodeType = NODE_TYPE[item.kind];
+      return nodeType === null ? [] : [{ item, nodeType, coding: codingsOf(item) }];
+    })
     .filter(({ coding }) => coding.length > 0)
     .sort((a, b) => (a.item.key < b.item.key ? -1 : a.item.key > b.item.key ? 1 : 0));
-  const nodes = items.map(({ item, coding }, i): AssembleNode => {
+  const nodes = items.map(({ item, nodeType, coding }, i): AssembleNode => {
     const node: AssembleNode = {
       id: `n${i + 1}`,
-      node_type: NODE_TYPE[item.kind],
+      node_type: nodeType,
       notable: isNotable(item),
       coding,
     };

@@ -18,6 +18,10 @@ export const ITEM_KINDS = [
   'care_plan',
   'allergy',
   'immunization',
+  /** A relative's conditions (FHIR FamilyMemberHistory): never a node of the assembled record. */
+  'family_history',
+  /** Coded answers of a questionnaire (FHIR QuestionnaireResponse): never a node either. */
+  'questionnaire',
 ] as const;
 export type ItemKind = (typeof ITEM_KINDS)[number];
 
@@ -26,6 +30,25 @@ const CodingSchema = z.object({
   code: z.string().min(1),
   display: z.string().optional(),
 });
+
+/** A coded value: a system and a code, never a display (free text). */
+const CodeSchema = z.object({ system: z.string().min(1), code: z.string().min(1) });
+
+/**
+ * A part of an item with a code of its own: a component of an observation (the systolic and
+ * diastolic values of a blood pressure panel), or one coded answer of a questionnaire (`codings`
+ * the question's code, LOINC). Values as in an item: a number, a boolean (`true`/`false`) or a
+ * code; never free text.
+ */
+const ComponentSchema = z.object({
+  codings: z.array(CodingSchema),
+  value: z.union([z.number(), z.string()]).optional(),
+  unit: z.string().optional(),
+  /** The UCUM code of the unit, when the feed gave one. */
+  unitCode: z.string().optional(),
+  valueCoding: CodeSchema.optional(),
+});
+export type ClinicalComponent = z.infer<typeof ComponentSchema>;
 
 /**
  * One fact of the patient's record, as a feed reported it. Free text (notes, comments) is never
@@ -49,6 +72,16 @@ export const ClinicalItemSchema = z.object({
   referenceRange: z.string().optional(),
   /** Interpretation as given (HL7 OBX-8 / FHIR interpretation code): H, L, A, HH, LL, N… */
   interpretation: z.string().optional(),
+  /** The UCUM code of `unit`, when the feed gave one (FHIR `valueQuantity.code`). */
+  unitCode: z.string().optional(),
+  /** A coded value with its system (`value` holds its code alone). */
+  valueCoding: CodeSchema.optional(),
+  /** FHIR Observation category codes: `social-history`, `vital-signs`, `laboratory`, `survey`… */
+  categories: z.array(z.string()).optional(),
+  /** Observation components, or a questionnaire's coded answers (see ComponentSchema). */
+  components: z.array(ComponentSchema).optional(),
+  /** Family history: who the relative is (FHIR v3 RoleCode, e.g. `FTH`). */
+  relationship: CodeSchema.optional(),
   /** When the fact happened or was recorded (ISO 8601 date or datetime). */
   effectiveAt: z.string().optional(),
   /** The FHIR reference it came from (`Condition/123`), made opaque when sent. */

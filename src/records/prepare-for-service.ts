@@ -58,26 +58,40 @@ function isCanonicalDisplay(path: readonly string[]): boolean {
 }
 
 /**
- * Collects the stripped payload's text. It recurses, but over the fixed structure `stripFreeText`
- * leaves (at most five levels: nodes, a node, metadata or coding, a coding, a value).
+ * Strings of a payload the last check passes over (by their path and lower-cased text): they
+ * cannot carry anything of the patient, and a name such as White must not refuse them.
  */
-function collect(value: unknown, out: PayloadText, path: readonly string[]): void {
+export type ExemptText = (path: readonly string[], text: string) => boolean;
+
+/** The AssembledPatient's exemptions: canonical displays, and gender and race terms. */
+const assembledExempt: ExemptText = (path, text) =>
+  isCanonicalDisplay(path) ||
+  (path.length === 2 &&
+    path[0] === 'demographics' &&
+    (path[1] === 'gender' || path[1] === 'race') &&
+    DEMOGRAPHIC_TERMS.has(text));
+
+/**
+ * Collects a payload's text. It recurses over the payload's own structure, which the builders
+ * keep shallow (the stripped AssembledPatient, the Prevent objects).
+ */
+function collect(
+  value: unknown,
+  out: PayloadText,
+  path: readonly string[],
+  exempt: ExemptText,
+): void {
   if (typeof value === 'string') {
-    if (isCanonicalDisplay(path)) return;
     const text = value.trim().toLowerCase();
-    const demographic =
-      path.length === 2 &&
-      path[0] === 'demographics' &&
-      (path[1] === 'gender' || path[1] === 'race');
-    if (!(demographic && DEMOGRAPHIC_TERMS.has(text))) out.strings.push(text);
+    if (!exempt(path, text)) out.strings.push(text);
   } else if (typeof value === 'number' || typeof value === 'bigint') {
     out.numbers.push(String(value));
   } else if (Array.isArray(value)) {
-    for (const item of value) collect(item, out, [...path, '[]']);
+    for (const item of value) collect(item, out, [...path, '[]'], exempt);
   } else if (typeof value === 'object' && value !== null) {
     for (const [key, item] of Object.entries(value)) {
       out.strings.push(key.toLowerCase());
-      collect(item, out, [...path, key]);
+      collect(item, out, [...path, key], exempt);
     }
   }
 }
@@ -148,16 +162,27 @@ export async function prepareForService(
     ),
   );
   const prepared = { ...stripped, nodes };
-  const payload: PayloadText = { strings: [], numbers: [] };
-  collect(prepared, payload, []);
-  if (holds(payload, options.localId.trim().toLowerCase())) throw new IdentifierLeakError();
-  for (const id of options.knownIdentifiers ?? []) {
-    if (holds(payload, id.trim().toLowerCase())) {
-      throw new IdentifierLeakError('known identifier');
-    }
-  }
+  assertNoIdentifiers(prepared, options, assembledExempt);
   for (const kind of FREE_TEXT_KINDS) {
     if (removed[kind] > 0) options.onRemoved?.(kind, removed[kind]);
   }
   return prepared;
+}
+
+/**
+ * The last check before anything leaves: throws an {@link IdentifierLeakError} when `payload`
+ * holds the local patient id or one of `knownIdentifiers` (see `holds` for how they are matched),
+ * never naming the value found. Strings `exempt` names are passed over.
+ */
+export function assertNoIdentifiers(
+  payload: unknown,
+  options: Pick<PrepareOptions, 'localId' | 'knownIdentifiers'>,
+  exempt: ExemptText = () => false,
+): void {
+  const text: PayloadText = { strings: [], numbers: [] };
+  collect(payload, text, [], exempt);
+  if (holds(text, options.localId.trim().toLowerCase())) throw new IdentifierLeakError();
+  for (const id of options.knownIdentifiers ?? []) {
+    if (holds(text, id.trim().toLowerCase())) throw new IdentifierLeakError('known identifier');
+  }
 }

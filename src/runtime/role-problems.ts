@@ -131,6 +131,15 @@ export function roleProblems(config: Config, role: Role): ConfigProblem[] {
         message: 'SERVICE_API_KEY is not set: the workers cannot call the service',
       });
     }
+    if (config.prevent.enabled && config.prevent.id_key === undefined) {
+      problems.push({
+        path: 'prevent.id_key',
+        message:
+          'PREVENT_ID_KEY is not set but prevent.enabled is: it keys the pseudonymous identifier ' +
+          'Prevent registers each patient with. Generate one with `openssl rand -base64 32`, keep it ' +
+          'safe and never change it (docs/prevent.md)',
+      });
+    }
     // Results with nowhere to go, a webhook without its secret, an outbound queue without its key.
     problems.push(...deliveryConfigProblems(config));
   }

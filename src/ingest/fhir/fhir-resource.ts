@@ -20,8 +20,10 @@ export const ReferenceSchema = z.looseObject({ reference: z.string().optional() 
 const QuantitySchema = z.looseObject({
   value: z.number().optional(),
   unit: z.string().optional(),
+  system: z.string().optional(),
   code: z.string().optional(),
 });
+export type FhirQuantity = z.infer<typeof QuantitySchema>;
 
 const PeriodSchema = z.looseObject({ start: z.string().optional() });
 
@@ -50,18 +52,30 @@ export const ConditionSchema = z.looseObject({
   recordedDate: z.string().optional(),
 });
 
+/** The value[x] choices of an observation (or a component) that can hold no free text. */
+const observationValue = {
+  valueQuantity: QuantitySchema.optional(),
+  valueCodeableConcept: CodeableConceptSchema.optional(),
+  valueInteger: z.number().optional(),
+  valueBoolean: z.boolean().optional(),
+};
+export type FhirObservationValue = {
+  [K in keyof typeof observationValue]?: z.infer<(typeof observationValue)[K]>;
+};
+
 export const ObservationSchema = z.looseObject({
   status: z.string().optional(),
+  category: concepts,
   code: CodeableConceptSchema.optional(),
+  component: z
+    .array(z.looseObject({ code: CodeableConceptSchema.optional(), ...observationValue }))
+    .optional(),
   subject: ReferenceSchema.optional(),
   effectiveDateTime: z.string().optional(),
   effectiveInstant: z.string().optional(),
   effectivePeriod: PeriodSchema.optional(),
   issued: z.string().optional(),
-  valueQuantity: QuantitySchema.optional(),
-  valueCodeableConcept: CodeableConceptSchema.optional(),
-  valueInteger: z.number().optional(),
-  valueBoolean: z.boolean().optional(),
+  ...observationValue,
   interpretation: concepts,
   referenceRange: z
     .array(
@@ -115,6 +129,44 @@ export const ImmunizationSchema = z.looseObject({
   patient: ReferenceSchema.optional(),
   occurrenceDateTime: z.string().optional(),
   recorded: z.string().optional(),
+});
+
+export const FamilyMemberHistorySchema = z.looseObject({
+  status: z.string().optional(),
+  patient: ReferenceSchema.optional(),
+  date: z.string().optional(),
+  relationship: CodeableConceptSchema.optional(),
+  condition: z.array(z.looseObject({ code: CodeableConceptSchema.optional() })).optional(),
+});
+
+/** One answer of a questionnaire item: only the value[x] choices that carry no free text are read. */
+const AnswerSchema = z.looseObject({
+  valueCoding: CodingSchema.optional(),
+  valueInteger: z.number().optional(),
+  valueDecimal: z.number().optional(),
+  valueBoolean: z.boolean().optional(),
+  valueQuantity: QuantitySchema.optional(),
+  get item() {
+    return z.array(QuestionnaireItemSchema).optional();
+  },
+});
+
+/** A questionnaire item: its `text` (the question as written) is never read. */
+export const QuestionnaireItemSchema = z.looseObject({
+  linkId: z.string().optional(),
+  definition: z.string().optional(),
+  answer: z.array(AnswerSchema).optional(),
+  get item() {
+    return z.array(QuestionnaireItemSchema).optional();
+  },
+});
+export type QuestionnaireItem = z.infer<typeof QuestionnaireItemSchema>;
+
+export const QuestionnaireResponseSchema = z.looseObject({
+  status: z.string().optional(),
+  subject: ReferenceSchema.optional(),
+  authored: z.string().optional(),
+  item: z.array(QuestionnaireItemSchema).optional(),
 });
 
 export const PatientSchema = z.looseObject({

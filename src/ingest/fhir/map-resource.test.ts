@@ -5,8 +5,10 @@ import { mapClinicalResource, parsePatient, patientFacets } from './map-resource
 import { PUBLIC_FIXTURES } from '../../../test/support/public-fixtures.ts';
 
 const FIXTURES = `${PUBLIC_FIXTURES}fhir`;
-const load = (name: string) =>
-  JSON.parse(readFileSync(`${FIXTURES}/${name}`, 'utf8')) as { resourceType: string; id: string };
+/** The Prevent examples (test/fixtures/fhir/prevent/SOURCES.md). */
+const PREVENT = new URL('../../../test/fixtures/fhir/prevent/', import.meta.url).pathname;
+const load = (name: string, dir = FIXTURES) =>
+  JSON.parse(readFileSync(`${dir}/${name}`, 'utf8')) as { resourceType: string; id: string };
 
 const map = (resource: Record<string, unknown>) =>
   mapClinicalResource(resource as { resourceType: string; id: string }, ['body']);
@@ -170,5 +172,101 @@ describe('patientFacets', () => {
       emails: ['a@example.org'],
       addresses: ['1 Main St, Town, MA, 01234'],
     });
+  });
+});
+
+describe('what Prevent reads (FHIR examples: test/fixtures/fhir/prevent/SOURCES.md)', () => {
+  const example = (name: string) => load(name, PREVENT);
+
+  it('keeps a social-history Observation’s category and its coded value with its system', () => {
+    expect(map(example('us-core-some-day-smoker.json'))?.change).toMatchObject({
+      type: 'upsert',
+      item: {
+        kind: 'observation',
+        categories: ['social-history'],
+        codings: [{ system: 'http://loinc.org', code: '72166-2' }],
+        value: '428041000124106',
+        valueCoding: { system: 'http://snomed.info/sct', code: '428041000124106' },
+      },
+    });
+  });
+
+  it('keeps a blood pressure panel’s components with their UCUM units', () => {
+    const mapped = map(example('r4-Observation-blood-pressure.json'));
+    const item = (mapped?.change as { item: { categories: string[]; components: object[] } }).item;
+    expect(item.categories).toEqual(['vital-signs']);
+    expect(
+      (item.components as { codings: { code: string }[] }[]).map((c) => ({
+        ...c,
+        codings: c.codings.map((coding) => coding.code),
+      })),
+    ).toEqual([
+      {
+        codings: ['8480-6', '271649006', 'bp-s'],
+        value: 107,
+        unit: 'mmHg',
+        unitCode: 'mm[Hg]',
+      },
+      { codings: ['8462-4'], value: 60, unit: 'mmHg', unitCode: 'mm[Hg]' },
+    ]);
+  });
+
+  it('maps a FamilyMemberHistory to the relative and the conditions’ codes, never its note', () => {
+    const mapped = map(example('r4-FamilyMemberHistory-father.json'));
+    expect([mapped?.subject, mapped?.kind, mapped?.change.type]).toEqual([
+      'Patient/example',
+      'FamilyMemberHistory',
+      'upsert',
+    ]);
+    expect((mapped?.change as { item: object }).item).toEqual({
+      key: 'fhir:FamilyMemberHistory/father',
+      kind: 'family_history',
+      fhirId: 'FamilyMemberHistory/father',
+      source: 'fhir',
+      relationship: { system: 'http://terminology.hl7.org/CodeSystem/v3-RoleCode', code: 'FTH' },
+      codings: [
+        { system: 'http://snomed.info/sct', code: '315619001', display: 'Myocardial Infarction' },
+      ],
+      status: 'completed',
+      effectiveAt: '2011-03-18',
+    });
+    expect(JSON.stringify(mapped)).not.toContain('fishing');
+    expect(
+      map({ resourceType: 'FamilyMemberHistory', id: 'x', status: 'entered-in-error' })?.change,
+    ).toEqual({ type: 'remove', key: 'fhir:FamilyMemberHistory/x' });
+  });
+
+  it('keeps only the coded answers of LOINC questions of a QuestionnaireResponse', () => {
+    const mapped = map(example('r4-QuestionnaireResponse-ussg-fht-answers.json'));
+    const item = (mapped?.change as { item: { kind: string; components: object[] } }).item;
+    expect(item.kind).toBe('questionnaire');
+    expect(item.components).toContainEqual({
+      codings: [{ system: 'http://loinc.org', code: '54132-6' }],
+      value: 'LA32-8',
+      valueCoding: { system: 'http://loinc.org', code: 'LA32-8' },
+    });
+    expect(item.components).toContainEqual({
+      codings: [{ system: 'http://loinc.org', code: '8302-2' }],
+      value: 63,
+    });
+    const text = JSON.stringify(mapped);
+    for (const planted of ['Annie Proband', 'Susan', '1966-04-04', 'Lou Gehrigs', 'Name']) {
+      expect(text).not.toContain(planted);
+    }
+    // Link ids that are LOINC codes (`/68519-8`) name their question too.
+    expect(
+      (
+        map(example('us-core-QuestionnaireResponse-AUDIT-C.json'))?.change as {
+          item: { components: { codings: { code: string }[] }[] };
+        }
+      ).item.components.map((c) => c.codings[0]?.code),
+    ).toEqual(['68517-2', '68519-8', '68520-6', '75626-2']);
+    // Uncoded questions answered in free text: nothing.
+    expect(map(example('r4-QuestionnaireResponse-f201.json'))?.change).toMatchObject({
+      item: { kind: 'questionnaire', codings: [] },
+    });
+    expect(JSON.stringify(map(example('r4-QuestionnaireResponse-f201.json')))).not.toContain(
+      'house dust',
+    );
   });
 });

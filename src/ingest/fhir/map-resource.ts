@@ -1,20 +1,29 @@
 import type { z } from 'zod';
 import { toValidationItems } from '../../interface/validation-error.ts';
 import type { ClinicalChange, ReportedItem } from '../../records/clinical-change.ts';
-import type { ItemKind, PatientIdentityFacets } from '../../records/clinical-record.ts';
+import {
+  CODE_SYSTEMS,
+  type ClinicalComponent,
+  type ItemKind,
+  type PatientIdentityFacets,
+} from '../../records/clinical-record.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
 import {
   AllergySchema,
   CarePlanSchema,
   ConditionSchema,
+  FamilyMemberHistorySchema,
   ImmunizationSchema,
   MedicationSchema,
   ObservationSchema,
   PatientSchema,
   ProcedureSchema,
+  QuestionnaireResponseSchema,
   type CodeableConcept,
+  type FhirObservationValue,
   type FhirPatient,
   type FhirResource,
+  type QuestionnaireItem,
 } from './fhir-resource.ts';
 
 /** Resource types that become clinical items (and Patient, which becomes identity facets). */
@@ -28,6 +37,8 @@ export const MAPPED_TYPES: ReadonlySet<string> = new Set([
   'CarePlan',
   'AllergyIntolerance',
   'Immunization',
+  'FamilyMemberHistory',
+  'QuestionnaireResponse',
 ]);
 
 /** What one clinical resource says: the change and the patient it is about. */
@@ -95,6 +106,97 @@ function rangeText(
   return undefined;
 }
 
+const UCUM = 'http://unitsofmeasure.org';
+
+/** The first coding with both a system and a code, without its display. */
+function firstCoding(
+  concept: { coding?: { system?: string; code?: string }[] } | undefined,
+): { system: string; code: string } | undefined {
+  const coding = concept?.coding?.find((c) => c.system && c.code);
+  return coding?.system && coding.code ? { system: coding.system, code: coding.code } : undefined;
+}
+
+/**
+ * A value that carries no free text (a quantity, a code, an integer, a boolean); `valueString`
+ * and the other text choices are never read.
+ */
+function valueOf(r: FhirObservationValue): Omit<ClinicalComponent, 'codings'> {
+  if (r.valueQuantity?.value !== undefined) {
+    const q = r.valueQuantity;
+    return defined({
+      value: q.value,
+      unit: q.unit ?? q.code,
+      unitCode: q.system === UCUM ? q.code : undefined,
+    });
+  }
+  if (r.valueCodeableConcept !== undefined) {
+    return defined({
+      value: firstCode(r.valueCodeableConcept),
+      valueCoding: firstCoding(r.valueCodeableConcept),
+    });
+  }
+  if (r.valueInteger !== undefined) return { value: r.valueInteger };
+  if (r.valueBoolean !== undefined) return { value: String(r.valueBoolean) };
+  return {};
+}
+
+/** Questionnaire items read at most this deep, and answers kept per response at most. */
+const MAX_ITEM_DEPTH = 12;
+const MAX_ANSWERS = 500;
+
+/** A LOINC code (`72166-2`): digits, a dash, a check digit. */
+const LOINC_CODE = /^\d{1,7}-\d$/;
+
+/**
+ * The LOINC code of a question: the end of a LOINC `definition` URL
+ * (`http://loinc.org/fhir/DataElement/54125-0`), or a `linkId` that is a LOINC code (or ends in
+ * one, as the `/72166-2` paths of LOINC forms do). Undefined for a form's own link ids.
+ */
+function questionCode(item: QuestionnaireItem): string | undefined {
+  const definition = item.definition?.trim();
+  if (definition !== undefined && /^https?:\/\/loinc\.org\//i.test(definition)) {
+    const code = definition.split('/').pop() ?? '';
+    if (LOINC_CODE.test(code)) return code;
+  }
+  const link = item.linkId?.trim().split('/').pop() ?? '';
+  return LOINC_CODE.test(link) ? link : undefined;
+}
+
+/**
+ * The coded answers of a questionnaire, flattened: one component per answer of a LOINC-coded
+ * question whose value is a code, a number, a quantity or a boolean. Free-text answers
+ * (`valueString`, names, addresses), dates and questions without a LOINC code are never kept.
+ */
+function answersOf(items: readonly QuestionnaireItem[] | undefined): ClinicalComponent[] {
+  const out: ClinicalComponent[] = [];
+  const walk = (list: readonly QuestionnaireItem[] | undefined, depth: number) => {
+    if (list === undefined || depth > MAX_ITEM_DEPTH) return;
+    for (const item of list) {
+      const code = questionCode(item);
+      for (const answer of item.answer ?? []) {
+        const value =
+          answer.valueCoding !== undefined
+            ? defined({
+                value: answer.valueCoding.code,
+                valueCoding: firstCoding({ coding: [answer.valueCoding] }),
+              })
+            : valueOf({
+                valueQuantity: answer.valueQuantity,
+                valueInteger: answer.valueInteger ?? answer.valueDecimal,
+                valueBoolean: answer.valueBoolean,
+              });
+        if (code !== undefined && value.value !== undefined && out.length < MAX_ANSWERS) {
+          out.push({ codings: [{ system: CODE_SYSTEMS.loinc, code }], ...value });
+        }
+        walk(answer.item, depth + 1);
+      }
+      walk(item.item, depth + 1);
+    }
+  };
+  walk(items, 0);
+  return out;
+}
+
 /**
  * The change a clinical resource makes (key `fhir:<Type>/<id>`), or undefined for a type we do
  * not map. Narrative (`text`), notes and free-text values are never read.
@@ -144,24 +246,19 @@ export function mapClinicalResource(
       const r = parse(ObservationSchema, resource, loc);
       const subject = r.subject?.reference;
       if (r.status === 'entered-in-error') return remove(subject);
-      let value: number | string | undefined;
-      let unit: string | undefined;
-      if (r.valueQuantity?.value !== undefined) {
-        value = r.valueQuantity.value;
-        unit = r.valueQuantity.unit ?? r.valueQuantity.code;
-      } else if (r.valueCodeableConcept !== undefined) {
-        value = firstCode(r.valueCodeableConcept);
-      } else if (r.valueInteger !== undefined) {
-        value = r.valueInteger;
-      } else if (r.valueBoolean !== undefined) {
-        value = String(r.valueBoolean);
-      }
       const range = r.referenceRange?.[0];
+      const categories = (r.category ?? []).flatMap((c) =>
+        (c.coding ?? []).flatMap((coding) => (coding.code ? [coding.code] : [])),
+      );
+      const components = (r.component ?? [])
+        .map((c) => ({ codings: codingsOf(c.code), ...valueOf(c) }))
+        .filter((c) => c.codings.length > 0 && c.value !== undefined);
       return upsert(subject, 'observation', {
         codings: codingsOf(r.code),
         status: r.status,
-        value,
-        unit,
+        ...valueOf(r),
+        categories: categories.length > 0 ? categories : undefined,
+        components: components.length > 0 ? components : undefined,
         interpretation: firstCode(r.interpretation?.[0]),
         referenceRange: rangeText(range, range?.text),
         effectiveAt:
@@ -218,6 +315,30 @@ export function mapClinicalResource(
         codings: codingsOf(r.vaccineCode),
         status: r.status,
         effectiveAt: r.occurrenceDateTime ?? r.recorded,
+      });
+    }
+    case 'FamilyMemberHistory': {
+      const r = parse(FamilyMemberHistorySchema, resource, loc);
+      const subject = r.patient?.reference;
+      if (r.status === 'entered-in-error') return remove(subject);
+      // The relative's conditions; their notes, names and onset ages are never read.
+      return upsert(subject, 'family_history', {
+        codings: codingsOf(...(r.condition ?? []).map((c) => c.code)),
+        relationship: firstCoding(r.relationship),
+        status: r.status,
+        effectiveAt: r.date,
+      });
+    }
+    case 'QuestionnaireResponse': {
+      const r = parse(QuestionnaireResponseSchema, resource, loc);
+      const subject = r.subject?.reference;
+      if (r.status === 'entered-in-error') return remove(subject);
+      const components = answersOf(r.item);
+      return upsert(subject, 'questionnaire', {
+        codings: [],
+        components: components.length > 0 ? components : undefined,
+        status: r.status,
+        effectiveAt: r.authored,
       });
     }
     default:

@@ -14,18 +14,22 @@ export interface PresetRouteOptions {
   /** `config.presets.rules`, listed beside the registered presets. */
   rules: readonly PresetRule[];
   tables: Pick<CcsrTables, 'isCategory'>;
+  /** `prevent.enabled`: the reserved preset `prevent` may be registered. @defaultValue false */
+  preventEnabled?: boolean;
 }
 
 /**
  * Per-patient presets: `PUT` registers one (201 new, 200 existing), `DELETE` removes it, `GET`
- * lists the registered ones and the rules that apply to every patient. Only `PUT` may create a
+ * lists the registered ones and the rules that apply to every patient. A preset is a CCSR
+ * category or the reserved `prevent` (Prevent's recommendations, when `prevent.enabled`). Only `PUT` may create a
  * crosswalk entry: reading or deleting for a patient never seen answers 404 and stores nothing.
  */
 export const presetRoutes: FastifyPluginAsyncZod<PresetRouteOptions> = async (
   app,
-  { crosswalk, presets, rules, tables },
+  { crosswalk, presets, rules, tables, preventEnabled = false },
 ) => {
-  const PresetParams = presetParamsSchema(tables);
+  const PresetParams = presetParamsSchema(tables, preventEnabled ? 'allowed' : 'refused');
+  const AnyPresetParams = presetParamsSchema(tables, 'allowed');
   const unknownPatient = () => new NotFoundError('unknown patient');
 
   app.put(
@@ -68,7 +72,7 @@ export const presetRoutes: FastifyPluginAsyncZod<PresetRouteOptions> = async (
         operationId: 'deletePreset',
         summary: 'Remove a registered preset',
         tags: ['presets'],
-        params: PresetParams,
+        params: AnyPresetParams,
         response: {
           204: NO_CONTENT.meta({ description: 'Removed.' }),
           ...errorResponses(

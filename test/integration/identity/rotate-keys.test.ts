@@ -22,6 +22,7 @@ import { redisKeys, scanRedisFor } from '../../support/scan-redis.ts';
 const QUEUE = 'concordance-results';
 const LOCAL_IDS = ['MRN-ROTATE-0001', 'MRN-ROTATE-0002'];
 const FHIR_ID = 'Condition/rotate-fhir-1';
+const PREVENT_ID = 'prevent-registered-id-1';
 
 let redis: Awaited<ReturnType<typeof isolatedRedis>>;
 beforeEach(async () => {
@@ -77,6 +78,8 @@ describe('key rotation', () => {
       keysA.seal(JSON.stringify(emptyClinicalRecord()), `clin:${psid}`),
     );
     const opaque = await a.crosswalk.opaqueFhirId(psid, FHIR_ID);
+    // The id Prevent registered the first patient under moves with its crosswalk entry.
+    await a.crosswalk.keepPreventPatientId(LOCAL_IDS[0] ?? '', psid, PREVENT_ID);
     const pending = makeEvent({ patient_id: LOCAL_IDS[0], patient_service_id: psid });
     await a.webhook.enqueue(pending, Date.now());
     const letter = {
@@ -142,6 +145,10 @@ describe('key rotation', () => {
       clinical: emptyClinicalRecord(),
     });
     expect(await b.crosswalk.fhirIdOf(psid, opaque)).toBe(FHIR_ID);
+    expect(await b.crosswalk.preventPatientIdOf(LOCAL_IDS[0] ?? '', psid)).toBe(PREVENT_ID);
+    expect(
+      await b.crosswalk.preventPatientIdOf(LOCAL_IDS[1] ?? '', psids[1] ?? ''),
+    ).toBeUndefined();
     const started = await b.webhook.begin(pending.id, pending.id, queryKeyOf(pending), Date.now());
     expect(started).toMatchObject({ kind: 'go', event: pending });
     expect(await b.deadLetters.get(letter.event.id)).toEqual(letter);

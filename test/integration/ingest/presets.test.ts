@@ -63,6 +63,23 @@ describe('PUT /v1/patients/{patient_id}/presets/{ccsr_category}', () => {
     expect(await h.crosswalk.find('MRN-2')).toBeUndefined();
   });
 
+  it('refuses the reserved preset `prevent` while Prevent is off (422), storing nothing; DELETE takes it', async () => {
+    const res = await put('MRN-3', 'prevent');
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toEqual({
+      detail: [
+        {
+          loc: ['path', 'ccsr_category'],
+          msg: expect.stringContaining('Prevent is off'),
+          type: 'custom',
+        },
+      ],
+    });
+    expect(await h.crosswalk.find('MRN-3')).toBeUndefined();
+    // Not a 422: a preset registered while Prevent was on can still go.
+    expect((await del('MRN-3', 'prevent')).statusCode).toBe(404);
+  });
+
   it('answers 400 {detail} for a path that does not URL-decode', async () => {
     const res = await h.app.inject({
       method: 'PUT',
