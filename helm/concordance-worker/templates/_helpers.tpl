@@ -87,7 +87,7 @@ app.kubernetes.io/component: {{ .component }}
 {{- end -}}
 
 {{/* Secret keys each role reads (only those). */}}
-{{- define "cw.secretKeys.ingest" -}}INGEST_TOKENS,ADMIN_TOKENS,CROSSWALK_KEY,FHIR_TOKEN,TERMINOLOGY_TOKEN,REDIS_URL{{- end -}}
+{{- define "cw.secretKeys.ingest" -}}INGEST_TOKENS,ADMIN_TOKENS,QUEUE_VIEW_TOKENS,CROSSWALK_KEY,FHIR_TOKEN,TERMINOLOGY_TOKEN,REDIS_URL{{- end -}}
 {{- define "cw.secretKeys.worker" -}}SERVICE_API_KEY,CROSSWALK_KEY,WEBHOOK_SECRET,OUTBOUND_KEY,PREVENT_ID_KEY,REDIS_URL{{- end -}}
 
 {{/* Environment of a pipeline container: (dict "root" $ "role" "ingest"|"worker"). */}}
