@@ -26,6 +26,25 @@ export interface PipelineWithWebhook {
 }
 
 /**
+ * `delivery.webhook` of `config` pointed at `url` with `secret`, with quick retries (50 ms first,
+ * capped at 200 ms), no probe and a 10 minute give-up age.
+ */
+export function quickWebhook(
+  config: Config,
+  url: string,
+  secret: string,
+): Config['delivery']['webhook'] {
+  return {
+    ...config.delivery.webhook,
+    url,
+    secret,
+    backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
+    max_age_ms: 600_000,
+    probe_interval_ms: 0,
+  };
+}
+
+/**
  * A {@link PipelineHarness} (started with `harness`) and the delivery side as `work` builds it
  * through the composition root, on the harness's prefix and keys: a signature-checking webhook
  * receiver, the delivery router with the webhook on (and the harness's outbound queue), and one
@@ -49,15 +68,7 @@ export async function startPipelineWithWebhook(
       ...config,
       delivery: {
         ...config.delivery,
-        webhook: {
-          ...config.delivery.webhook,
-          url: receiver.url,
-          secret,
-          backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
-          max_age_ms: 600_000,
-          probe_interval_ms: 0,
-          ...options.webhook,
-        },
+        webhook: { ...quickWebhook(config, receiver.url, secret), ...options.webhook },
       },
     },
     harness.logs.logger,

@@ -17,6 +17,7 @@ import {
 import { isResultErrorCode } from '../../../src/queries/result-error-codes.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
 import { eventually } from '../../support/eventually.ts';
+import { quickWebhook } from '../../support/pipeline-webhook.ts';
 import {
   FAST_FEED_PIPELINE_LINES,
   startPipelineProcesses,
@@ -148,14 +149,7 @@ function preventConfig(receiver: WebhookReceiver, secret: string): Config {
     delivery: {
       ...base.delivery,
       only_changed: true,
-      webhook: {
-        ...base.delivery.webhook,
-        url: receiver.url,
-        secret,
-        backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
-        max_age_ms: 600_000,
-        probe_interval_ms: 0,
-      },
+      webhook: quickWebhook(base, receiver.url, secret),
     },
   };
 }
