@@ -275,213 +275,229 @@ const FhirRestHookSchema = z.strictObject({
   overlap_s: z.int().nonnegative().default(300),
 });
 
-export const ConfigSchema = z.strictObject({
-  service: ServiceSchema,
-  log: z.strictObject({
-    level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
-  }),
-  redis: z.strictObject({
-    url: z.url({ protocol: /^rediss?$/ }),
-    prefix: z
-      .string()
-      .min(1)
-      .regex(/^[^:\s]+$/, 'no colons or spaces'),
-    tls: RedisTlsSchema,
-    /** How long a command on a request path (ingest, status) may wait for Redis's answer. */
-    command_timeout_ms: z.int().positive(),
-    // --- Scale out (issue 10): Redis Cluster and partitions ---
-    /**
-     * `REDIS_CLUSTER_NODES` (comma-separated `host:port`): some nodes of a Redis Cluster; every
-     * process then uses ioredis's `Cluster` client, with the URL's user, password and TLS.
-     * @defaultValue none (one Redis server at `url`)
-     */
-    cluster_nodes: z
-      .array(
-        z
-          .string()
-          .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}$/, 'host:port (IPv6 in brackets)')
-          .refine((node) => {
-            const port = /:(\d+)$/.exec(node)?.[1];
-            // A node without a port is the regex's problem, reported once.
-            return port === undefined || (Number(port) >= 1 && Number(port) <= 65_535);
-          }, 'a port from 1 to 65535'),
-      )
-      .default([]),
-    /**
-     * `REDIS_PARTITIONS`: patients are spread over this many partitions, each with its own hash
-     * tag, due set and queues (see src/queues/partitions.ts). 1 keeps every key as it has always
-     * been. @defaultValue 1
-     */
-    partitions: z.int().min(1).max(MAX_PARTITIONS).default(1),
-    // --- end of scale out ---
-  }),
-  ingest: z.strictObject({
-    port,
-    host: z.string().min(1),
-    body_limit_bytes: z.int().positive(),
-    idempotency_ttl_s: z.int().positive(),
-    /** `POST /v1/record-updates/batch`: most items, and the largest body (bytes). */
-    batch: z.strictObject({
-      max_items: z.int().positive(),
-      max_bytes: z.int().positive(),
+export const ConfigSchema = z
+  .strictObject({
+    service: ServiceSchema,
+    log: z.strictObject({
+      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     }),
-    /** Local ids whose service id the process keeps (see `PatientLocator`); 0 turns it off. */
-    crosswalk_cache: z.strictObject({ max_entries: z.int().min(0) }),
-    /** Set only from the environment (`INGEST_TOKENS`, comma-separated). */
-    tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
-  }),
-  identity: z
-    .strictObject({
-      /** Set only from the environment (`CROSSWALK_KEY`). */
-      crosswalk_key: z.string().min(1).optional(),
-    })
-    .default({}),
-  fhir: z.strictObject({
-    /** `FHIR_BASE_URL`: where id-only notification payloads are fetched from. */
-    base_url: httpUrl.nullable(),
-    /** The Patient identifier system whose value is the local id; null = the logical id. */
-    patient_identifier_system: z.string().min(1).nullable(),
-    timeout_ms: z.int().positive(),
-    /** Set only from the environment (`FHIR_TOKEN`). */
-    token: z.string().min(1).optional(),
-    /** Classic R4 rest-hook subscriptions (see `FhirRestHookSchema`). @defaultValue none */
-    rest_hooks: z.array(FhirRestHookSchema).default([]),
-  }),
-  hl7v2: Hl7v2Schema,
-  outbound: OutboundSchema,
-  terminology: TerminologySchema,
-  presets: z.strictObject({
-    rules: z.array(RuleSchema),
-    from_problem_list: z.strictObject({
-      enabled: z.boolean(),
-      categories: z.enum(['all', 'outpatient_default']),
-    }),
-  }),
-  privacy: z
-    .strictObject({
-      identifying_fields: z.array(z.string().min(1)),
-      /** `metadata` keys sent to the service; all others are removed (see strip-free-text.ts). */
-      metadata_allowed_keys: z.array(z.string().min(1)),
-      /** A record not updated for this many days expires (0: kept until purged). */
-      record_retention_days: z.int().min(0),
-    })
-    .superRefine(({ identifying_fields, metadata_allowed_keys }, ctx) => {
-      const identifying = new Set(identifying_fields.map((field) => field.toLowerCase()));
-      metadata_allowed_keys.forEach((key, i) => {
-        if (identifying.has(key.toLowerCase())) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['metadata_allowed_keys', i],
-            message: 'also listed in privacy.identifying_fields: an identifying key is never sent',
-          });
-        }
-      });
-    }),
-  /** Prevent: healthy-behaviour recommendations for patients with the `prevent` preset (docs/prevent.md). */
-  prevent: z
-    .strictObject({
-      /** Off: the `prevent` preset is refused (route and rules) and no Prevent request is made. */
-      enabled: z.boolean(),
-      /** Every patient has the `prevent` preset (as a rule without `when_changes` would give). */
-      every_patient: z.boolean(),
-      /**
-       * Set only from the environment (`PREVENT_ID_KEY`): the HMAC key of the pseudonymous
-       * `unique_patient_identifier`. Never rotated (see docs/prevent.md).
-       */
-      id_key: z.string().min(1).optional(),
-    })
-    .default({ enabled: false, every_patient: false }),
-  /** Patient administration: purge and opt-out routes, and their audit log. */
-  admin: z.strictObject({
-    /** Set only from the environment (`ADMIN_TOKENS`, comma-separated): the admin routes' tokens. */
-    tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
-    audit: z.strictObject({
-      /** Entries the `${prefix}:audit` stream keeps (approximately; the oldest are trimmed). */
-      max_entries: z.int().min(1_000),
-    }),
-    /**
-     * The operator's queue view (bull-board, read-only) on the ingest port under `/admin/queues`
-     * (docs/queue-view.md). Off unless `enabled` (`QUEUE_VIEW_ENABLED`).
-     */
-    queue_view: z.strictObject({
-      enabled: z.boolean(),
-      /**
-       * Set only from the environment (`QUEUE_VIEW_TOKENS`, comma-separated): the view's own
-       * tokens, none of them an ingest or admin token.
-       */
-      tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
-      /** How long a login lasts (the session cookie's lifetime). */
-      session_ttl_s: z
-        .int()
-        .min(60)
-        .max(7 * 86_400),
-      /**
-       * When the session cookie is marked `Secure`: `auto` when the sign-in came over TLS (to this
-       * process, or to a proxy that says so with `X-Forwarded-Proto: https`), `always` always.
-       */
-      secure_cookie: z.enum(['auto', 'always']),
-    }),
-  }),
-  queries: QueriesSchema,
-  worker: z.strictObject({
-    metrics_port: port,
-    host: z.string().min(1),
-    /**
-     * `WORKER_PARTITIONS` (comma-separated): the partitions whose queues this process works.
-     * @defaultValue null: every partition
-     */
-    partitions: z
-      .array(
-        z.union([
-          z.int().min(0),
-          z.string().regex(/^\d+$/, 'a partition number').transform(Number),
-        ]),
-      )
-      .min(1)
-      .refine((list) => new Set(list).size === list.length, 'a partition is listed twice')
-      .nullable()
-      .default(null),
-  }),
-  /** How long SIGTERM/SIGINT may take before the process exits anyway (`SHUTDOWN_GRACE_MS`). */
-  shutdown: z.strictObject({ grace_ms: z.int().min(1_000) }),
-  delivery: z.strictObject({
-    only_changed: z.boolean(),
-    change_detection: z.strictObject({ ignore_fields: z.array(z.string().min(1)) }),
-    outbound_queue: z.strictObject({
-      enabled: z.boolean(),
-      name: z.string().regex(/^[A-Za-z0-9_-]+$/),
-      /** Set only from the environment (`OUTBOUND_KEY`): seals `patient_id` for the consumer. */
-      key: z.string().min(1).optional(),
-      retention: z.strictObject({
-        /** Consumed (completed or failed) events kept: at most `count`, for at most `age_s`. */
-        count: z.int().min(0),
-        age_s: z.int().min(0),
-        /** An event nobody consumed within this time is dropped (and counted). */
-        waiting_age_s: z.int().positive(),
-      }),
-    }),
-    webhook: z.strictObject({
-      /** `WEBHOOK_URL`; the webhook is on when set. */
-      url: httpUrl.nullable(),
-      /** Set only from the environment (`WEBHOOK_SECRET`, `whsec_` + base64). */
-      secret: z
+    redis: z.strictObject({
+      url: z.url({ protocol: /^rediss?$/ }),
+      prefix: z
         .string()
-        .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, 'a Standard Webhooks secret: whsec_ + base64')
-        .optional(),
-      timeout_ms: z.int().positive(),
-      backoff: z.strictObject({
-        first_delay_ms: z.int().positive(),
-        max_delay_ms: z.int().positive(),
-        jitter: z.number().min(0).max(1),
-      }),
-      max_age_ms: z.int().positive(),
-      /** While the endpoint fails, one waiting delivery is tried this often (0 = never). */
-      probe_interval_ms: z.int().min(0),
-      concurrency: z.int().min(1),
+        .min(1)
+        .regex(/^[^:\s]+$/, 'no colons or spaces'),
+      tls: RedisTlsSchema,
+      /** How long a command on a request path (ingest, status) may wait for Redis's answer. */
+      command_timeout_ms: z.int().positive(),
+      // --- Scale out (issue 10): Redis Cluster and partitions ---
+      /**
+       * `REDIS_CLUSTER_NODES` (comma-separated `host:port`): some nodes of a Redis Cluster; every
+       * process then uses ioredis's `Cluster` client, with the URL's user, password and TLS.
+       * @defaultValue none (one Redis server at `url`)
+       */
+      cluster_nodes: z
+        .array(
+          z
+            .string()
+            .regex(/^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):\d{1,5}$/, 'host:port (IPv6 in brackets)')
+            .refine((node) => {
+              const port = /:(\d+)$/.exec(node)?.[1];
+              // A node without a port is the regex's problem, reported once.
+              return port === undefined || (Number(port) >= 1 && Number(port) <= 65_535);
+            }, 'a port from 1 to 65535'),
+        )
+        .default([]),
+      /**
+       * `REDIS_PARTITIONS`: patients are spread over this many partitions, each with its own hash
+       * tag, due set and queues (see src/queues/partitions.ts). 1 keeps every key as it has always
+       * been. @defaultValue 1
+       */
+      partitions: z.int().min(1).max(MAX_PARTITIONS).default(1),
+      // --- end of scale out ---
     }),
-    dead_letters: z.strictObject({ retention_days: z.int().positive() }),
-  }),
-});
+    ingest: z.strictObject({
+      port,
+      host: z.string().min(1),
+      body_limit_bytes: z.int().positive(),
+      idempotency_ttl_s: z.int().positive(),
+      /** `POST /v1/record-updates/batch`: most items, and the largest body (bytes). */
+      batch: z.strictObject({
+        max_items: z.int().positive(),
+        max_bytes: z.int().positive(),
+      }),
+      /** Local ids whose service id the process keeps (see `PatientLocator`); 0 turns it off. */
+      crosswalk_cache: z.strictObject({ max_entries: z.int().min(0) }),
+      /** Set only from the environment (`INGEST_TOKENS`, comma-separated). */
+      tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+    }),
+    identity: z
+      .strictObject({
+        /** Set only from the environment (`CROSSWALK_KEY`). */
+        crosswalk_key: z.string().min(1).optional(),
+      })
+      .default({}),
+    fhir: z.strictObject({
+      /** `FHIR_BASE_URL`: where id-only notification payloads are fetched from. */
+      base_url: httpUrl.nullable(),
+      /** The Patient identifier system whose value is the local id; null = the logical id. */
+      patient_identifier_system: z.string().min(1).nullable(),
+      timeout_ms: z.int().positive(),
+      /** Set only from the environment (`FHIR_TOKEN`). */
+      token: z.string().min(1).optional(),
+      /** Classic R4 rest-hook subscriptions (see `FhirRestHookSchema`). @defaultValue none */
+      rest_hooks: z.array(FhirRestHookSchema).default([]),
+    }),
+    hl7v2: Hl7v2Schema,
+    outbound: OutboundSchema,
+    terminology: TerminologySchema,
+    presets: z.strictObject({
+      rules: z.array(RuleSchema),
+      from_problem_list: z.strictObject({
+        enabled: z.boolean(),
+        categories: z.enum(['all', 'outpatient_default']),
+      }),
+    }),
+    privacy: z
+      .strictObject({
+        identifying_fields: z.array(z.string().min(1)),
+        /** `metadata` keys sent to the service; all others are removed (see strip-free-text.ts). */
+        metadata_allowed_keys: z.array(z.string().min(1)),
+        /** A record not updated for this many days expires (0: kept until purged). */
+        record_retention_days: z.int().min(0),
+      })
+      .superRefine(({ identifying_fields, metadata_allowed_keys }, ctx) => {
+        const identifying = new Set(identifying_fields.map((field) => field.toLowerCase()));
+        metadata_allowed_keys.forEach((key, i) => {
+          if (identifying.has(key.toLowerCase())) {
+            ctx.addIssue({
+              code: 'custom',
+              path: ['metadata_allowed_keys', i],
+              message:
+                'also listed in privacy.identifying_fields: an identifying key is never sent',
+            });
+          }
+        });
+      }),
+    /** Prevent: healthy-behaviour recommendations for patients with the `prevent` preset (docs/prevent.md). */
+    prevent: z
+      .strictObject({
+        /** Off: the `prevent` preset is refused (route and rules) and no Prevent request is made. */
+        enabled: z.boolean(),
+        /** Every patient has the `prevent` preset (as a rule without `when_changes` would give). */
+        every_patient: z.boolean(),
+        /**
+         * Set only from the environment (`PREVENT_ID_KEY`): the HMAC key of the pseudonymous
+         * `unique_patient_identifier`. Never rotated (see docs/prevent.md).
+         */
+        id_key: z.string().min(1).optional(),
+      })
+      .default({ enabled: false, every_patient: false }),
+    /** Patient administration: purge and opt-out routes, and their audit log. */
+    admin: z.strictObject({
+      /** Set only from the environment (`ADMIN_TOKENS`, comma-separated): the admin routes' tokens. */
+      tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+      audit: z.strictObject({
+        /** Entries the `${prefix}:audit` stream keeps (approximately; the oldest are trimmed). */
+        max_entries: z.int().min(1_000),
+      }),
+      /**
+       * The operator's queue view (bull-board, read-only) on the ingest port under `/admin/queues`
+       * (docs/queue-view.md). Off unless `enabled` (`QUEUE_VIEW_ENABLED`).
+       */
+      queue_view: z.strictObject({
+        enabled: z.boolean(),
+        /**
+         * Set only from the environment (`QUEUE_VIEW_TOKENS`, comma-separated): the view's own
+         * tokens, none of them an ingest or admin token.
+         */
+        tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+        /** How long a login lasts (the session cookie's lifetime). */
+        session_ttl_s: z
+          .int()
+          .min(60)
+          .max(7 * 86_400),
+        /**
+         * When the session cookie is marked `Secure`: `auto` when the sign-in came over TLS (to this
+         * process, or to a proxy that says so with `X-Forwarded-Proto: https`), `always` always.
+         */
+        secure_cookie: z.enum(['auto', 'always']),
+      }),
+    }),
+    queries: QueriesSchema,
+    worker: z.strictObject({
+      metrics_port: port,
+      host: z.string().min(1),
+      /**
+       * `WORKER_PARTITIONS` (comma-separated): the partitions whose queues this process works.
+       * @defaultValue null: every partition
+       */
+      partitions: z
+        .array(
+          z.union([
+            z.int().min(0),
+            z.string().regex(/^\d+$/, 'a partition number').transform(Number),
+          ]),
+        )
+        .min(1)
+        .refine((list) => new Set(list).size === list.length, 'a partition is listed twice')
+        .nullable()
+        .default(null),
+    }),
+    /** How long SIGTERM/SIGINT may take before the process exits anyway (`SHUTDOWN_GRACE_MS`). */
+    shutdown: z.strictObject({ grace_ms: z.int().min(1_000) }),
+    delivery: z.strictObject({
+      only_changed: z.boolean(),
+      change_detection: z.strictObject({ ignore_fields: z.array(z.string().min(1)) }),
+      outbound_queue: z.strictObject({
+        enabled: z.boolean(),
+        name: z.string().regex(/^[A-Za-z0-9_-]+$/),
+        /** Set only from the environment (`OUTBOUND_KEY`): seals `patient_id` for the consumer. */
+        key: z.string().min(1).optional(),
+        retention: z.strictObject({
+          /** Consumed (completed or failed) events kept: at most `count`, for at most `age_s`. */
+          count: z.int().min(0),
+          age_s: z.int().min(0),
+          /** An event nobody consumed within this time is dropped (and counted). */
+          waiting_age_s: z.int().positive(),
+        }),
+      }),
+      webhook: z.strictObject({
+        /** `WEBHOOK_URL`; the webhook is on when set. */
+        url: httpUrl.nullable(),
+        /** Set only from the environment (`WEBHOOK_SECRET`, `whsec_` + base64). */
+        secret: z
+          .string()
+          .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, 'a Standard Webhooks secret: whsec_ + base64')
+          .optional(),
+        timeout_ms: z.int().positive(),
+        backoff: z.strictObject({
+          first_delay_ms: z.int().positive(),
+          max_delay_ms: z.int().positive(),
+          jitter: z.number().min(0).max(1),
+        }),
+        max_age_ms: z.int().positive(),
+        /** While the endpoint fails, one waiting delivery is tried this often (0 = never). */
+        probe_interval_ms: z.int().min(0),
+        concurrency: z.int().min(1),
+      }),
+      dead_letters: z.strictObject({ retention_days: z.int().positive() }),
+    }),
+  })
+  .superRefine((config, ctx) => {
+    // A claim must outlast its submission: were a live worker's POST still under way when the
+    // lease ends, the query would come due again and be sent twice (POST is never retried, so one
+    // timeout bounds it).
+    const { lease_ms } = config.queries.dispatch;
+    if (lease_ms <= config.service.timeout_ms) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['queries', 'dispatch', 'lease_ms'],
+        message: `must be above service.timeout_ms (${config.service.timeout_ms}): a claim must outlast its POST, or a slow submission comes due again and is sent twice`,
+        input: lease_ms,
+      });
+    }
+  });
 
 export type Config = z.infer<typeof ConfigSchema>;
 export type ServiceConfig = Config['service'];

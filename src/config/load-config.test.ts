@@ -52,6 +52,20 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('refuses a claim lease no longer than the service timeout (a slow POST would be sent twice)', () => {
+    const path = file('service:\n  timeout_ms: 10000\nqueries:\n  dispatch: { lease_ms: 10000 }\n');
+    expect(problemsOf(() => loadConfig({ file: path, env: {} }))).toEqual([
+      expect.objectContaining({
+        path: 'queries.dispatch.lease_ms',
+        message: expect.stringContaining('above service.timeout_ms (10000)'),
+      }),
+    ]);
+    const longer = file(
+      'service:\n  timeout_ms: 10000\nqueries:\n  dispatch: { lease_ms: 10001 }\n',
+    );
+    expect(loadConfig({ file: longer, env: {} }).queries.dispatch.lease_ms).toBe(10_001);
+  });
+
   it('lists every problem by path, not only the first', () => {
     const path = file(
       'service:\n  timeout_ms: -1\n  retry: { limit: many }\n  surprise: 1\nlog:\n  level: loud\n',
