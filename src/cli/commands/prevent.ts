@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
+import { preventIdentifier } from '../../identity/prevent-identifier.ts';
 import { PreventRequestSchema } from '../../interface/prevent.ts';
+import { CliInputError } from '../cli-errors.ts';
 import { respond, readJsonFile } from '../command-output.ts';
 import { formatObject } from '../format-object.ts';
 import { formatTable } from '../format-table.ts';
@@ -14,7 +16,8 @@ const PreventBodyFileSchema = PreventRequestSchema.omit({ patient_service_id: tr
 
 /**
  * `concordance-worker prevent register | recommend`: the Prevent API by hand (interface 4.3 and
- * 5.4), raw: the caller keeps the crosswalk between its identifiers and the service's.
+ * 5.4). `register --identifier` sends the identifier as given (the caller keeps the crosswalk);
+ * `register --local-id` sends what the workers send for that patient, the keyed hash.
  */
 export function registerPreventCommands(program: Command): void {
   const prevent = program
@@ -24,15 +27,34 @@ export function registerPreventCommands(program: Command): void {
   prevent
     .command('register')
     .description('POST the patient identifier once; prints the patient_service_id the service made')
-    .requiredOption(
+    .option(
       '--identifier <id>',
-      'the unique patient identifier; - reads it from standard input (kept out of ps)',
+      'the unique patient identifier as it is sent; - reads it from standard input (kept out of ps)',
+    )
+    .option(
+      '--local-id <id>',
+      'register a local patient id as the workers do: the identifier sent is its keyed hash ' +
+        '(PREVENT_ID_KEY), never the id; - reads it from standard input',
     )
     .option('--json', 'print JSON instead of a table')
-    .action((opts: { identifier: string; json?: boolean }) =>
+    .action((opts: { identifier?: string; localId?: string; json?: boolean }) =>
       respond(opts.json, async () => {
-        const { client } = serviceContext(program);
-        const identifier = await valueOrStdinLine(opts.identifier, '--identifier');
+        if ((opts.identifier === undefined) === (opts.localId === undefined)) {
+          throw new CliInputError('give one of --identifier and --local-id');
+        }
+        const { config, client } = serviceContext(program);
+        let identifier: string;
+        if (opts.localId === undefined) {
+          identifier = await valueOrStdinLine(opts.identifier ?? '', '--identifier');
+        } else {
+          const key = config.prevent.id_key;
+          if (key === undefined) {
+            throw new CliInputError(
+              '--local-id needs PREVENT_ID_KEY, the key the workers hash local ids with (docs/prevent.md)',
+            );
+          }
+          identifier = preventIdentifier(key)(await valueOrStdinLine(opts.localId, '--local-id'));
+        }
         const id = await client.prevent.registerPatient(identifier);
         return {
           json: { patient_service_id: id },

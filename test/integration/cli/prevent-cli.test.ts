@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { preventIdentifier } from '../../../src/identity/prevent-identifier.ts';
 import { startSimulator, type RunningSimulator } from '../../../src/simulator/start-simulator.ts';
 import { SimulatorAdmin } from '../service/support/simulator-admin.ts';
 import { cli, jsonOf, tempFiles } from './support/run-cli.ts';
@@ -62,6 +64,36 @@ describe('concordance-worker prevent register | recommend', () => {
     for (const result of [first, again]) {
       expect(result.stdout + result.stderr).not.toContain(IDENTIFIER);
     }
+  });
+
+  it('registers a local id as the workers do: its keyed hash (PREVENT_ID_KEY), never the id', async () => {
+    const key = randomBytes(32).toString('base64');
+    const withKey = await cli(
+      ['prevent', 'register', '--local-id', '-', '--json'],
+      { ...env, PREVENT_ID_KEY: key },
+      `${IDENTIFIER}\n`,
+    );
+    expect(withKey.code).toBe(0);
+    const { patient_service_id: id } = jsonOf<{ patient_service_id: string }>(withKey);
+    // The local service logs registrations redacted: what it registered shows in the ids it gives.
+    expect(JSON.stringify(await admin.serviceRequests())).not.toContain(IDENTIFIER);
+    const raw = await register(['--identifier', IDENTIFIER, '--json']);
+    expect(jsonOf<{ patient_service_id: string }>(raw).patient_service_id).not.toBe(id);
+    // The pipeline's identifier of that patient names the same service id.
+    const same = await register(['--identifier', preventIdentifier(key)(IDENTIFIER), '--json']);
+    expect(jsonOf<{ patient_service_id: string }>(same).patient_service_id).toBe(id);
+  });
+
+  it('refuses --local-id without PREVENT_ID_KEY, and both forms at once, before sending anything', async () => {
+    const noKey = await register(['--local-id', IDENTIFIER]);
+    expect(noKey.code).toBe(2);
+    expect(noKey.stderr).toMatch(/--local-id needs PREVENT_ID_KEY/);
+    expect(noKey.stderr).not.toContain(IDENTIFIER);
+    const both = await register(['--local-id', IDENTIFIER, '--identifier', 'x', '--json']);
+    expect(both.code).toBe(2);
+    expect(JSON.parse(both.stderr)).toMatchObject({ error: { code: 'ERR_CLI_INPUT' } });
+    expect((await register([])).code).toBe(2);
+    expect(await admin.serviceRequests()).toEqual([]);
   });
 
   it('sends the body file with the patient_service_id and prints the recommendations', async () => {
