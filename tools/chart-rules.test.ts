@@ -4,6 +4,7 @@ import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { promtoolPath } from '../test/integration/observability/support/promtool.ts';
 import { CHART_RULES, PLAIN_RULES } from './promql-metrics.ts';
+import { markdownAnchor } from './markdown-anchor.ts';
 
 const CHART = new URL('../helm/concordance-worker/', import.meta.url);
 const README = readFileSync(new URL('README.md', CHART), 'utf8');
@@ -14,14 +15,6 @@ interface Rule {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
-
-/** GitHub's anchor of a heading: lower case, spaces to dashes, punctuation dropped. */
-const anchor = (heading: string) =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^a-z0-9 _-]/g, '')
-    .replace(/ /g, '-');
 
 /**
  * The values.yaml paths that carry a `# --` description (the documented ones) and every leaf
@@ -60,7 +53,9 @@ describe('the alert rules', () => {
   });
 
   it('are the alerts of the runbook, each with for, severity, summary, description and a runbook anchor that exists', () => {
-    const headings = new Set([...README.matchAll(/^### (.+)$/gm)].map((m) => anchor(m[1] ?? '')));
+    const headings = new Set(
+      [...README.matchAll(/^### (.+)$/gm)].map((m) => markdownAnchor(m[1] ?? '')),
+    );
     expect(rules.map((r) => r.alert)).toEqual([
       'ConcordanceWorkerDeadLettersRising',
       'ConcordanceWorkerOldestQueryWaitingTooLong',

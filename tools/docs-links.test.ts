@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { markdownAnchor } from './markdown-anchor.ts';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const docs = readdirSync(join(root, 'docs'))
@@ -14,18 +15,9 @@ function prose(text: string): string {
   return text.replace(/^```[\s\S]*?^```/gm, '');
 }
 
-/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens. */
-function anchorOf(heading: string): string {
-  return heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\- ]/gu, '')
-    .replace(/ /g, '-');
-}
-
 function anchorsOf(file: string): Set<string> {
   const headings = [...prose(readFileSync(file, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)];
-  return new Set(headings.map((m) => anchorOf(m[1] ?? '')));
+  return new Set(headings.map((m) => markdownAnchor(m[1] ?? '')));
 }
 
 /** Every relative link of a page: [text](target) outside code, not a URL. */
