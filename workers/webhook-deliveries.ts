@@ -103,7 +103,9 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
   const jobs = new WebhookDeliveryJobs(queue, store);
 
   async function park(job: Job<WebhookJobData>, token: string | undefined): Promise<never> {
-    await job.moveToDelayed(now() + parkMs, token);
+    // BullMQ promotes delayed jobs by the machine's clock, not by `now`: give it a moment on that
+    // clock (the same as now() + parkMs in production, where now is Date.now).
+    await job.moveToDelayed(Date.now() + parkMs, token);
     // The previous event may have finished between our look at the line and the move above; its
     // wake-up then found this job still active and did nothing. Looking once more after the move
     // closes that gap: whoever finishes first, one of the two sees the other.
@@ -200,7 +202,8 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
         { ...log, status, error_code: error.code, outcome: 'retried', retry_in_ms: retryAt - at },
         'webhook attempt failed; retrying later',
       );
-      await job.moveToDelayed(retryAt, token);
+      // retryAt is on our clock; BullMQ promotes by the machine's: hand it the same wait on that one.
+      await job.moveToDelayed(Date.now() + (retryAt - at), token);
       // After the move, so that a success elsewhere that clears the mark finds this job delayed.
       await store.markFailing(at, webhook.max_age_ms);
       throw new DelayedError();

@@ -9,6 +9,8 @@ import type { DeliveryChannel } from './result-sink.ts';
 
 /** How often, at most, waiting events past their retention are looked for (on a hand-over). */
 const TRIM_EVERY_MS = 60_000;
+/** How many expired events one trim call removes at most (it repeats until fewer come back). */
+const TRIM_BATCH = 1_000;
 
 export interface OutboundQueueChannelOptions {
   connection: RedisClient;
@@ -80,14 +82,19 @@ export class OutboundQueueChannel implements DeliveryChannel {
   /**
    * Drops waiting events older than `retention.waiting_age_s` (nobody consumed them); returns how
    * many. Runs on a hand-over at most once a minute: when nothing is handed over, nothing grows.
+   * The cut-off is taken from this channel's clock, the one that stamped the events: not
+   * `queue.clean`, which measures the grace against `Date.now()`.
    */
   async trimExpired(): Promise<number> {
-    this.#lastTrim = this.#now();
+    const now = this.#now();
+    this.#lastTrim = now;
+    const cutoff = now - this.#retention.waiting_age_s * 1_000;
+    const backend = this.queue.getBackend();
     let removed = 0;
     for (;;) {
-      const ids = await this.queue.clean(this.#retention.waiting_age_s * 1_000, 1_000, 'wait');
+      const ids = await backend.cleanJobsByState('wait', cutoff, TRIM_BATCH);
       removed += ids.length;
-      if (ids.length < 1_000) break;
+      if (ids.length < TRIM_BATCH) break;
     }
     if (removed > 0) this.#metrics?.expired.inc({ queue: this.queue.name }, removed);
     return removed;

@@ -127,6 +127,27 @@ describe('outbound queue', () => {
     expect(expired?.values).toEqual([{ labels: { queue: 'concordance-results' }, value: 1 }]);
   });
 
+  it.each([
+    ['a year behind', -365],
+    ['a year ahead of', 365],
+  ])(
+    'trims by the clock it was given (%s the machine), not by the machine clock',
+    async (_, days) => {
+      const t0 = Date.now() + days * DAY_MS;
+      let now = t0;
+      const c = channel(newOutboundKey(), { now: () => now });
+      const [first, second] = [makeEvent(), makeEvent()];
+      await c.deliver(first);
+      now = t0 + 6 * DAY_MS; // by this clock the first event is 6 days old: kept
+      await c.deliver(second);
+      const waiting = async () => (await c.queue.getJobs(['wait'], 0, -1, true)).map((j) => j.id);
+      expect(await waiting()).toEqual([first.id, second.id]);
+      now = t0 + 7 * DAY_MS + 1_000; // 7 days and a second: past waiting_age_s by this clock
+      expect(await c.trimExpired()).toBe(1);
+      expect(await waiting()).toEqual([second.id]);
+    },
+  );
+
   it('reports the consumer lag: waiting events and the age of the oldest', async () => {
     const key = newOutboundKey();
     const t0 = Date.parse('2026-11-20T08:00:00Z');
