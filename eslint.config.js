@@ -234,7 +234,7 @@ export default tseslint.config(
   },
   ...layerRules,
   {
-    // bin/check-node.cjs runs on any Node.js, so it is CommonJS with old syntax on purpose.
+    // bin/project-node.cjs runs on an old Node.js, so it is CommonJS with old syntax on purpose.
     files: ['**/*.cjs'],
     languageOptions: {
       sourceType: 'commonjs',

@@ -1,16 +1,12 @@
 #!/usr/bin/env bash
-# Source this file: it makes sure a Node.js as new as package.json's engines.node is first on PATH.
-# If the system node is older (or absent), Node 24 LTS is installed from the npm registry
-# into a cache directory (no root needed) and put first on PATH.
+# Source this file for a shell whose `node` is one that package.json's engines.node accepts: this
+# machine's when it is new enough, else the one bin/project-node.cjs fetches once from the npm
+# registry into ~/.cache/concordance-worker/node (the npm scripts do the same by themselves,
+# through scripts/with-node.sh). The repository's own scripts (verify-chart, verify-image) use it.
 # Usage: source scripts/use-node.sh
-CW_CHECK_NODE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/check-node.cjs"
-if ! node "$CW_CHECK_NODE" >/dev/null 2>&1; then
-  CW_NODE_CACHE="${CW_NODE_CACHE:-$HOME/.cache/node24}"
-  CW_NODE_BIN="$CW_NODE_CACHE/node_modules/node/bin"
-  if [ ! -x "$CW_NODE_BIN/node" ]; then
-    echo "use-node: system node is $(node --version 2>/dev/null || echo absent); installing Node 24 into $CW_NODE_CACHE" >&2
-    npm install --prefix "$CW_NODE_CACHE" --no-save --no-audit --no-fund node@24 >&2
-  fi
-  export PATH="$CW_NODE_BIN:$PATH"
+if CW_NODE_DIR="$(node "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/project-node.cjs")"; then
+  export PATH="$CW_NODE_DIR:$PATH"
+  echo "use-node: using node $(node --version) at $(command -v node)" >&2
+else
+  return 1 2>/dev/null || exit 1
 fi
-echo "use-node: using node $(node --version) at $(command -v node)" >&2
