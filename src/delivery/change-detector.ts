@@ -5,19 +5,8 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
 import type { ResultEvent } from './result-event.ts';
 
-/**
- * Compares with the key's last result and records this one, in one step. The event id is kept with
- * the hash so that the same event handed over again (a query job retried after a crash) gets the
- * same answer instead of "unchanged" against itself, which `only_changed` would then drop.
- */
-const CHECK = new LuaScript(`
-local last = redis.call('HMGET', KEYS[1], 'hash', 'event_id', 'changed')
-if last[2] == ARGV[2] then return tonumber(last[3]) end
-local changed = 1
-if last[1] == ARGV[1] then changed = 0 end
-redis.call('HSET', KEYS[1], 'hash', ARGV[1], 'event_id', ARGV[2], 'changed', changed)
-return changed
-`);
+/** Compares with the key's last result and records this one, in one step. */
+const CHECK = LuaScript.load(new URL('./lua/check-change.lua', import.meta.url));
 
 export interface ChangeDetectorOptions {
   redis: RedisClient;

@@ -28,7 +28,7 @@ const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
 
 /**
  * The built copy as it ships (the Docker image's layout): package files, `bin/`, `config/`,
- * `data/`, `LICENSE` and `dist/` from `npm run build`'s tsc project, with production dependencies
+ * `data/`, `LICENSE` and `dist/` from `npm run build` (its tsc project and its .lua files), with production dependencies
  * only (`npm ci --omit=dev`) and no sources at all, so that nothing can fall back on them.
  */
 let copy: string;
@@ -46,6 +46,8 @@ beforeAll(async () => {
     ],
     { cwd: ROOT },
   );
+  // The Redis scripts (.lua) beside the compiled code, as npm run build puts them.
+  await run('npm', ['run', '-s', 'build:lua', '--', join(copy, 'dist')], { cwd: ROOT });
   await run('npm', ['ci', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline'], {
     cwd: copy,
     env: { ...process.env, npm_config_loglevel: 'error' },
