@@ -5,6 +5,12 @@
 # through scripts/with-node.sh). The repository's own scripts (verify-chart, verify-image) use it.
 # Usage: source scripts/use-node.sh
 if CW_NODE_DIR="$(node "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin/project-node.cjs")"; then
+  if [ "$CW_NODE_DIR" != "$(dirname "$(command -v node)")" ] && [ -z "${npm_config_globalconfig:-}" ]; then
+    # npm run by another node looks for its global npmrc under that node's prefix: keep this
+    # machine's (its registry, proxy or CA file) for the npm and npx run from this shell.
+    npm_config_globalconfig="$(npm config get globalconfig 2>/dev/null || true)"
+    export npm_config_globalconfig
+  fi
   export PATH="$CW_NODE_DIR:$PATH"
   echo "use-node: using node $(node --version) at $(command -v node)" >&2
 else
