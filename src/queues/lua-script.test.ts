@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isolatedRedis } from '../../test/support/redis.ts';
+import { Redis } from 'ioredis';
+import { isolatedRedis, testRedisUrl } from '../../test/support/redis.ts';
 import { LuaScriptError } from './lua-script-error.ts';
 import { LuaScript } from './lua-script.ts';
 import { readLuaFile } from './lua-source.ts';
@@ -32,12 +33,14 @@ describe('LuaScript (real Redis)', () => {
     expect(await env.redis.script('EXISTS', script.sha)).toEqual([0]);
     expect(await script.run(env.redis, [key], [2])).toBe(2);
     expect(await env.redis.script('EXISTS', script.sha)).toEqual([1]);
-    const monitor = await env.redis.monitor();
+    const watcher = new Redis(testRedisUrl());
+    const monitor = await watcher.monitor();
     const seen: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => seen.push(String(args[0])));
     expect(await script.run(env.redis, [key], [3])).toBe(5);
     await env.redis.ping();
     monitor.disconnect();
+    watcher.disconnect();
     expect(seen.filter((c) => /^eval/i.test(c))).toEqual(['evalsha']);
   });
 

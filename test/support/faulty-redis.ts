@@ -27,12 +27,14 @@ export class FaultyRedis {
 
   constructor(target: RedisClient) {
     const commands = new Set([...target.getBuiltinCommands(), 'eval', 'evalsha']);
+    // The project's scripts are defined on the client as commands of their own (LuaScript).
+    const scripts = (target as unknown as { scriptsSet: Record<string, unknown> }).scriptsSet;
     this.client = new Proxy(target, {
       get: (object, property, receiver) => {
         const value: unknown = Reflect.get(object, property, receiver);
         if (
           typeof property !== 'string' ||
-          !commands.has(property) ||
+          !(commands.has(property) || Object.hasOwn(scripts, property)) ||
           typeof value !== 'function'
         ) {
           return value;
