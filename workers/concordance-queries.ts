@@ -19,30 +19,15 @@ import {
   pollAnswerOf,
   submitFailureOf,
 } from '../src/queries/service-answers.ts';
-import {
-  SubmitScheduler,
-  type Prepared,
-  type SubmitOutcome,
-} from '../src/queries/submit-scheduler.ts';
-import {
-  PREVENT_NOT_CONFIGURED,
-  PreventNotConfiguredError,
-  runPrevent,
-} from '../src/queries/prevent-run.ts';
-import type { ClaimedQuery } from '../src/queries/due-queries.ts';
-import { isPreventPreset } from '../src/ccsr/preset-names.ts';
-import { preventIdentifier } from '../src/identity/prevent-identifier.ts';
-import { buildPreventPayload } from '../src/records/prevent-payload.ts';
+import { SubmitScheduler, type SubmitOutcome } from '../src/queries/submit-scheduler.ts';
+import { queryPreparer } from '../src/queries/query-preparer.ts';
 import { PRESENCE_BEAT_MS, WorkerPresence } from '../src/queries/worker-presence.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import type { KeySpace } from '../src/queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../src/queues/queue-names.ts';
 import type { RedisClient } from '../src/queues/redis-client.ts';
-import { assemblePatient } from '../src/records/assemble-patient.ts';
 import { DemographicsWait } from '../src/records/demographics-wait.ts';
-import { knownIdentifiers } from '../src/records/known-identifiers.ts';
-import { prepareForService } from '../src/records/prepare-for-service.ts';
-import type { RecordStore, StoredRecord } from '../src/records/record-store.ts';
+import type { RecordStore } from '../src/records/record-store.ts';
 import type { ServiceClient } from '../src/service/create-service-client.ts';
 import { ServiceTimeoutError } from '../src/service/errors/service-timeout-error.ts';
 
@@ -177,49 +162,15 @@ export async function initConcordanceQueries(
   });
   const profiles = new LatencyProfiles({ source: polls, now });
   const deliver = (events: ResultEvent[]) => deliverAll(sink, events);
-  const prevent = config.prevent;
-  const identify =
-    prevent.enabled && prevent.id_key !== undefined ? preventIdentifier(prevent.id_key) : undefined;
-
-  /**
-   * A Prevent run (the reserved preset `prevent`): its payload built from the stored record now
-   * (waiting for a birth date as a concordance query does), its requests made when it is sent.
-   */
-  const preparePrevent = async (
-    query: ClaimedQuery,
-    stored: StoredRecord,
-    localId: string,
-  ): Promise<Prepared> => {
-    if (identify === undefined) throw new PreventNotConfiguredError(PREVENT_NOT_CONFIGURED);
-    const { record, clinical } = stored;
-    // A record sent as JSON takes precedence, as for the concordance queries.
-    const source =
-      record !== undefined
-        ? { assembled: record }
-        : clinical !== undefined
-          ? { clinical }
-          : undefined;
-    if (source === undefined) return { kind: 'missing' };
-    const payload = buildPreventPayload(source, {
-      now: new Date(now()),
-      localId,
-      knownIdentifiers: clinical ? knownIdentifiers(localId, clinical.patient) : [],
-    });
-    if (record === undefined)
-      await demographics.release(query.patientServiceId, query.ccsrCategory);
-    const run = { patientServiceId: query.patientServiceId, localId, payload };
-    const ports = {
-      client,
-      ids: crosswalk,
-      identify,
-      onRegistered: () => metrics?.preventRegistrations.inc(),
-    };
-    return {
-      kind: 'call',
-      recordVersion: stored.version,
-      call: (signal) => runPrevent(ports, run, signal),
-    };
-  };
+  const prepare = queryPreparer({
+    config,
+    records,
+    crosswalk,
+    demographics,
+    client,
+    now,
+    ...(metrics === undefined ? {} : { metrics }),
+  });
   const optional = <T>(key: string, value: T | undefined) =>
     value === undefined ? {} : { [key]: value };
 
@@ -236,32 +187,7 @@ export async function initConcordanceQueries(
     ...optional('metrics', metrics),
     ...optional('onOutcome', deps.onSubmitOutcome),
     ports: {
-      async prepare(query) {
-        const psid = query.patientServiceId;
-        const stored = records.opened(psid, query.record);
-        const localId = crosswalk.openLocalId(psid, query.sealedLocalId);
-        if (stored === undefined || localId === undefined) return { kind: 'missing' };
-        if (isPreventPreset(query.ccsrCategory)) return preparePrevent(query, stored, localId);
-        const { record, clinical } = stored;
-        // A record sent as JSON takes precedence; otherwise the feeds' record is assembled now.
-        let assembled = record;
-        if (assembled === undefined) {
-          if (clinical === undefined) return { kind: 'missing' };
-          assembled = assemblePatient(clinical, { now: new Date(now()) });
-          await demographics.release(psid, query.ccsrCategory);
-        }
-        const payload = await prepareForService(assembled, {
-          localId,
-          knownIdentifiers: stored.clinical
-            ? knownIdentifiers(localId, stored.clinical.patient)
-            : [],
-          identifyingFields: config.privacy.identifying_fields,
-          metadataAllowedKeys: config.privacy.metadata_allowed_keys,
-          onRemoved: (kind, count) => metrics?.freeTextRemoved.inc({ kind }, count),
-          opaqueFhirId: (fhirId) => crosswalk.opaqueFhirId(psid, fhirId),
-        });
-        return { kind: 'payload', payload, recordVersion: stored.version };
-      },
+      prepare,
       async submit(payload, category, signal) {
         const { jobId } = await client.concordance.submit(
           { assembled_patient: payload, ccsr_category: category },

@@ -1,4 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
+import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { z } from 'zod';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -14,15 +15,7 @@ import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
 const KeptLetterSchema = DeadLetterSchema.extend({ event: z.unknown() });
 
 /** Drops letters past their retention from all three keys at once. */
-const PRUNE = `
-local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ARGV[1])
-for _, id in ipairs(expired) do
-  redis.call('HDEL', KEYS[1], id)
-  redis.call('ZREM', KEYS[2], id)
-  redis.call('ZREM', KEYS[3], id)
-end
-return #expired
-`;
+const PRUNE = LuaScript.load(new URL('./lua/prune-dead-letters.lua', import.meta.url));
 
 export interface DeadLetterStoreOptions {
   redis: RedisClient;
@@ -189,6 +182,6 @@ export class DeadLetterStore {
   }
 
   async #prune(): Promise<void> {
-    await this.#redis.eval(PRUNE, 3, this.#records, this.#byTime, this.#expiry, this.#now());
+    await PRUNE.run(this.#redis, [this.#records, this.#byTime, this.#expiry], [this.#now()]);
   }
 }

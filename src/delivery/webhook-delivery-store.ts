@@ -1,4 +1,5 @@
 import type { ChainableCommander } from 'ioredis';
+import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import type { ResultEvent } from './result-event.ts';
@@ -6,76 +7,15 @@ import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
 import { DeadLetterErrorSchema, type DeadLetterError } from './dead-letter.ts';
 
 /** Hands an event to the webhook once: a second hand-over of the same id changes nothing. */
-const ENQUEUE = `
-local state = redis.call('HGET', KEYS[1], 'state')
-if state then return {state, redis.call('HGET', KEYS[1], 'job')} end
-local seq = redis.call('INCR', KEYS[3])
-redis.call('HSET', KEYS[1], 'key', ARGV[2], 'event', ARGV[3], 'state', 'pending', 'job', ARGV[1],
-  'enqueued_at', ARGV[4], 'attempts', 0)
-redis.call('ZADD', KEYS[2], seq, ARGV[1])
-redis.call('SADD', KEYS[4], ARGV[2])
-return {'new', ARGV[1]}
-`;
-
-/**
- * Puts a dead-lettered event back at the end of its key's line with a fresh clock and a new job
- * id (the old job may still be in the queue's bookkeeping, and an existing id makes add a no-op).
- */
-const REQUEUE = `
-local state = redis.call('HGET', KEYS[1], 'state')
-if state == 'pending' or state == 'delivered' then return {state, redis.call('HGET', KEYS[1], 'job')} end
-local replays = redis.call('HINCRBY', KEYS[1], 'replays', 1)
-local job = ARGV[1] .. '-r' .. replays
-redis.call('HDEL', KEYS[1], 'first_attempt_at', 'last_attempt_at', 'last_error', 'finished_at')
-redis.call('PERSIST', KEYS[1])
-local seq = redis.call('INCR', KEYS[3])
-redis.call('HSET', KEYS[1], 'key', ARGV[2], 'event', ARGV[3], 'state', 'pending', 'job', job,
-  'enqueued_at', ARGV[4], 'attempts', 0)
-redis.call('ZADD', KEYS[2], seq, ARGV[1])
-redis.call('SADD', KEYS[4], ARGV[2])
-return {'requeued', job}
-`;
-
-/**
- * Starts an attempt, but only for the job that owns the event and only when the event is first in
- * its key's line. The attempt is counted before the request is sent, so that a crash mid-request
- * still counts.
- */
-const BEGIN = `
-local s = redis.call('HMGET', KEYS[1], 'state', 'job', 'key', 'event', 'enqueued_at', 'first_attempt_at')
-if not s[1] then return {'missing'} end
-if s[1] ~= 'pending' then return {s[1]} end
-if s[2] ~= ARGV[2] then return {'stale'} end
-local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-if head ~= ARGV[1] then return {'waiting', head or ''} end
-local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
-local first = s[6] or ARGV[3]
-redis.call('HSET', KEYS[1], 'first_attempt_at', first, 'last_attempt_at', ARGV[3])
-return {'go', s[4], s[5], tostring(attempts), first}
-`;
-
+const ENQUEUE = LuaScript.load(new URL('./lua/enqueue-event.lua', import.meta.url));
+/** Puts a dead-lettered event back at the end of its key's line, with a new job id. */
+const REQUEUE = LuaScript.load(new URL('./lua/requeue-event.lua', import.meta.url));
+/** Starts an attempt, for the job that owns the event when it is first in its key's line. */
+const BEGIN = LuaScript.load(new URL('./lua/begin-attempt.lua', import.meta.url));
 /** Ends an event's delivery (delivered or dead) and names the next in its key's line. */
-const FINISH = `
-redis.call('HSET', KEYS[1], 'state', ARGV[2], 'finished_at', ARGV[3])
-redis.call('HDEL', KEYS[1], 'event')
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-redis.call('ZREM', KEYS[2], ARGV[1])
-local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-if not head then
-  redis.call('SREM', KEYS[3], ARGV[5])
-  return ''
-end
-return head
-`;
-
+const FINISH = LuaScript.load(new URL('./lua/finish-delivery.lua', import.meta.url));
 /** Empties one key's line: its waiting events (sealed payloads and state) and the line itself. */
-const PURGE_LINE = `
-local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
-for _, id in ipairs(ids) do redis.call('DEL', ARGV[1] .. id) end
-redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[2])
-return #ids
-`;
+const PURGE_LINE = LuaScript.load(new URL('./lua/purge-line.lua', import.meta.url));
 
 export interface WebhookDeliveryStoreOptions {
   redis: RedisClient;
@@ -147,6 +87,9 @@ export class WebhookDeliveryStore {
     this.#deliveredTtlS = deliveredTtlS;
     this.#deadTtlS = deadTtlS;
     this.#keys = keys;
+    // Staged in a MULTI made from this connection (replay's re-drive; delivered and dead).
+    REQUEUE.define(redis);
+    FINISH.define(redis);
   }
 
   #eventKey(id: string): string {
@@ -204,43 +147,34 @@ export class WebhookDeliveryStore {
    * job that delivers it (`new` for a first hand-over).
    */
   async enqueue(event: ResultEvent, now: number): Promise<{ state: string; job: string }> {
-    const [state, job] = (await this.#redis.eval(ENQUEUE, ...this.#lineArgs(event, now))) as [
-      string,
-      string,
-    ];
+    const [keys, args] = this.#lineArgs(event, now);
+    const [state, job] = (await ENQUEUE.run(this.#redis, keys, args)) as [string, string];
     return { state, job };
   }
 
-  /** Stages a {@link REQUEUE} in a MULTI (replay removes the dead letter in the same step). */
+  /**
+   * Stages a {@link REQUEUE} in a MULTI (replay removes the dead letter in the same step), made
+   * from this store's connection.
+   */
   stageRequeue(multi: ChainableCommander, event: ResultEvent, now: number): ChainableCommander {
-    return multi.eval(REQUEUE, ...this.#lineArgs(event, now));
+    const [keys, args] = this.#lineArgs(event, now);
+    return REQUEUE.stage(multi, keys, args);
   }
 
   /** Keys and arguments of the scripts that put an event in its key's line. */
-  #lineArgs(event: ResultEvent, now: number): [number, ...(string | number)[]] {
+  #lineArgs(event: ResultEvent, now: number): [string[], (string | number)[]] {
     const key = queryKeyOf(event);
     return [
-      4,
-      this.#eventKey(event.id),
-      this.#lineKey(key),
-      this.#seqKey,
-      this.#keysKey,
-      event.id,
-      key,
-      JSON.stringify(sealStoredEvent(event, this.#keys)),
-      now,
+      [this.#eventKey(event.id), this.#lineKey(key), this.#seqKey, this.#keysKey],
+      [event.id, key, JSON.stringify(sealStoredEvent(event, this.#keys)), now],
     ];
   }
 
   async begin(eventId: string, jobId: string, key: string, now: number): Promise<AttemptStart> {
-    const reply = (await this.#redis.eval(
-      BEGIN,
-      2,
-      this.#eventKey(eventId),
-      this.#lineKey(key),
-      eventId,
-      jobId,
-      now,
+    const reply = (await BEGIN.run(
+      this.#redis,
+      [this.#eventKey(eventId), this.#lineKey(key)],
+      [eventId, jobId, now],
     )) as string[];
     const [kind, a, b, c, d] = reply;
     if (kind === 'go') {
@@ -294,20 +228,11 @@ export class WebhookDeliveryStore {
     now: number,
     ttlS: number,
   ): Promise<string | undefined> {
-    const results = await multi
-      .eval(
-        FINISH,
-        3,
-        this.#eventKey(eventId),
-        this.#lineKey(key),
-        this.#keysKey,
-        eventId,
-        state,
-        now,
-        ttlS,
-        key,
-      )
-      .exec();
+    const results = await FINISH.stage(
+      multi,
+      [this.#eventKey(eventId), this.#lineKey(key), this.#keysKey],
+      [eventId, state, now, ttlS, key],
+    ).exec();
     const last = results?.at(-1);
     if (last === undefined || last[0] !== null) throw last?.[0] ?? new Error('MULTI was discarded');
     return last[1] === '' ? undefined : (last[1] as string);
@@ -355,13 +280,10 @@ export class WebhookDeliveryStore {
     }
     let removed = 0;
     for (const key of lines) {
-      removed += (await this.#redis.eval(
-        PURGE_LINE,
-        2,
-        this.#lineKey(key),
-        this.#keysKey,
-        this.#eventKey(''),
-        key,
+      removed += (await PURGE_LINE.run(
+        this.#redis,
+        [this.#lineKey(key), this.#keysKey],
+        [this.#eventKey(''), key],
       )) as number;
     }
     return removed;

@@ -1,16 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { LuaScript } from '../queues/lua-script.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from './crosswalk-keys.ts';
 
 /** Creates the entry unless another process got there first; returns the id in force. */
-const RESOLVE = `
-local existing = redis.call('HGET', KEYS[1], 'psid')
-if existing then return {existing, 0} end
-redis.call('HSET', KEYS[1], 'psid', ARGV[1], 'local', ARGV[2])
-redis.call('SET', KEYS[2], ARGV[2])
-return {ARGV[1], 1}
-`;
+const RESOLVE = LuaScript.load(new URL('./lua/resolve-entry.lua', import.meta.url));
 
 /** Successive merges followed by {@link Crosswalk.findCurrent} (a loop ends there). */
 export const MAX_MERGE_HOPS = 16;
@@ -26,25 +21,13 @@ export interface CrosswalkPlan {
 }
 
 /** Deletes the entry if it still names the service id read before (else another change won). */
-const REMOVE = `
-if redis.call('HGET', KEYS[1], 'psid') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2])
-return 1
-`;
+const REMOVE = LuaScript.load(new URL('./lua/remove-entry.lua', import.meta.url));
 
 /** {@link REMOVE} of the lookup entry alone, when the sealed copy lives in another partition. */
-const REMOVE_FORWARD = `
-if redis.call('HGET', KEYS[1], 'psid') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-return 1
-`;
+const REMOVE_FORWARD = LuaScript.load(new URL('./lua/remove-lookup-entry.lua', import.meta.url));
 
-/** Sets a field of a lookup entry only while the entry names the service id ARGV[1]. */
-const SET_IF_NAMED = `
-if redis.call('HGET', KEYS[1], 'psid') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
-return 1
-`;
+/** Sets a field of a lookup entry only while the entry names a given service id. */
+const SET_IF_NAMED = LuaScript.load(new URL('./lua/set-if-named.lua', import.meta.url));
 
 /** The lookup entry's field of the patient's Prevent id (see `Crosswalk.preventPatientIdOf`). */
 export const PREVENT_PATIENT_ID = 'prevent_patient_id';
@@ -114,13 +97,10 @@ export class Crosswalk {
       reverseKey,
       sealedLocalId,
     } = this.plan(localId);
-    const [patientServiceId, created] = (await this.#redis.eval(
-      RESOLVE,
-      2,
-      forwardKey,
-      reverseKey,
-      candidate,
-      sealedLocalId,
+    const [patientServiceId, created] = (await RESOLVE.run(
+      this.#redis,
+      [forwardKey, reverseKey],
+      [candidate, sealedLocalId],
     )) as [string, number];
     return { patientServiceId, created: created === 1 };
   }
@@ -204,12 +184,12 @@ export class Crosswalk {
         // sealed copy goes first, so that a purge interrupted in between still finds the patient
         // through the lookup entry when it runs again.
         await this.#redis.del(reverse);
-        if ((await this.#redis.eval(REMOVE_FORWARD, 1, forward, patientServiceId)) === 1) {
+        if ((await REMOVE_FORWARD.run(this.#redis, [forward], [patientServiceId])) === 1) {
           return patientServiceId;
         }
         continue;
       }
-      const removed = await this.#redis.eval(REMOVE, 2, forward, reverse, patientServiceId);
+      const removed = await REMOVE.run(this.#redis, [forward, reverse], [patientServiceId]);
       if (removed === 1) return patientServiceId;
     }
   }
@@ -242,13 +222,10 @@ export class Crosswalk {
     preventPatientId: string,
   ): Promise<boolean> {
     const sealed = this.#keys.seal(preventPatientId, preventContext(patientServiceId));
-    const kept = await this.#redis.eval(
-      SET_IF_NAMED,
-      1,
-      this.#forward(localId),
-      patientServiceId,
-      PREVENT_PATIENT_ID,
-      sealed,
+    const kept = await SET_IF_NAMED.run(
+      this.#redis,
+      [this.#forward(localId)],
+      [patientServiceId, PREVENT_PATIENT_ID, sealed],
     );
     return kept === 1;
   }

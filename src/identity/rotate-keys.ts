@@ -1,4 +1,5 @@
 import { Queue } from 'bullmq';
+import { LuaScript } from '../queues/lua-script.ts';
 import { allPrefixes, basePrefix, type KeySpace } from '../queues/partitions.ts';
 import { scanEach, type RedisClient } from '../queues/redis-client.ts';
 import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
@@ -14,27 +15,10 @@ import type { CrosswalkKeys } from './crosswalk-keys.ts';
 import { PREVENT_PATIENT_ID, preventContext } from './crosswalk.ts';
 
 /** Sets a hash field only when it still holds the value read (a rotation never overwrites news). */
-const HSET_IF = `
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-return 1
-`;
+const HSET_IF = LuaScript.load(new URL('./lua/hset-if.lua', import.meta.url));
 
-/**
- * Moves one crosswalk entry to the new keys in one step: the forward entry is renamed (its name is
- * the HMAC of the local id under the lookup key), both sealed copies of the local id re-sealed, and
- * the patient's Prevent id (ARGV[4], when it has one) re-sealed with them.
- */
-const MOVE_ENTRY = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
-redis.call('HSET', KEYS[2], 'psid', ARGV[3], 'local', ARGV[2])
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], '${PREVENT_PATIENT_ID}', ARGV[4]) end
-if KEYS[3] ~= KEYS[2] and redis.call('HGET', KEYS[3], 'psid') == ARGV[3] then
-  redis.call('DEL', KEYS[3])
-end
-return 1
-`;
+/** Moves one crosswalk entry to the new keys in one step (lookup entry, sealed copies, Prevent id). */
+const MOVE_ENTRY = LuaScript.load(new URL('./lua/move-entry.lua', import.meta.url));
 
 /**
  * The steps of {@link MOVE_ENTRY} when its keys are in different partitions (a cluster script
@@ -42,18 +26,8 @@ return 1
  * entry (unless it names another patient), then the sealed copy (only if unchanged), then the old
  * lookup entry goes (only if it still names the patient: see the `already` branch).
  */
-const SET_FORWARD = `
-local existing = redis.call('HGET', KEYS[1], 'psid')
-if existing and existing ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'psid', ARGV[1], 'local', ARGV[2])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], '${PREVENT_PATIENT_ID}', ARGV[3]) end
-return 1
-`;
-const SET_IF = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
-return 1
-`;
+const SET_FORWARD = LuaScript.load(new URL('./lua/set-forward.lua', import.meta.url));
+const SET_IF = LuaScript.load(new URL('./lua/set-if.lua', import.meta.url));
 
 /** The lookup entry of a local id under `keys`, in its partition (see `Crosswalk`). */
 function forwardKey(space: KeySpace, keys: CrosswalkKeys, localId: string): string {
@@ -180,11 +154,11 @@ async function rotateCrosswalk(
     const preventId = prevent === null ? undefined : opens(from, prevent, preventContext(psid));
     const movedPrevent = preventId === undefined ? '' : to.seal(preventId, preventContext(psid));
     if (!dryRun && new Set([reverse, next, old].map(prefixOfKey)).size === 1) {
-      await redis.eval(MOVE_ENTRY, 3, reverse, next, old, sealed, resealed, psid, movedPrevent);
+      await MOVE_ENTRY.run(redis, [reverse, next, old], [sealed, resealed, psid, movedPrevent]);
     } else if (!dryRun) {
       // The new lookup entry falls in another partition: three steps (see SET_FORWARD).
-      if ((await redis.eval(SET_FORWARD, 1, next, psid, resealed, movedPrevent)) === 1) {
-        if ((await redis.eval(SET_IF, 1, reverse, sealed, resealed)) === 1 && old !== next) {
+      if ((await SET_FORWARD.run(redis, [next], [psid, resealed, movedPrevent])) === 1) {
+        if ((await SET_IF.run(redis, [reverse], [sealed, resealed])) === 1 && old !== next) {
           if ((await redis.hget(old, 'psid')) === psid) await redis.del(old);
         }
       }
@@ -295,7 +269,7 @@ async function apply(
   if (outcome === 'already') count.already += 1;
   else if (outcome === 'unreadable') count.unreadable += 1;
   else {
-    if (!dryRun) await redis.eval(HSET_IF, 1, key, field, previous, outcome);
+    if (!dryRun) await HSET_IF.run(redis, [key], [field, previous, outcome]);
     count.resealed += 1;
   }
 }

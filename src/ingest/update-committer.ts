@@ -6,7 +6,7 @@ import type { PresetStore } from '../presets/preset-store.ts';
 import { Partitions, patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { optOutKey } from '../privacy/patient-consent.ts';
 import { queryJobId, queryJobIdPrefix } from '../queries/query-job.ts';
-import { queryOutboxKey, queryStateKey, SCHEDULE_QUERY_LUA } from '../queries/query-outbox.ts';
+import { queryOutboxKey, queryStateKey } from '../queries/query-outbox.ts';
 import { MAX_TRIGGER_IDS } from '../queries/query-state.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { ScheduledQuery } from '../queries/query-scheduler.ts';
@@ -14,247 +14,9 @@ import type { RecordStore } from '../records/record-store.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
 
-/**
- * Everything one message changes, in one script, so that Redis holds all of it or none of it: the
- * crosswalk entry of a new patient, the record (a JSON record replaced, or a clinical record written
- * only if its version is still the one it was computed from), a merge's prior patient, the
- * problem-list presets, one open query per preset category (and its place in the due set), and the
- * sender's event id. An acknowledged update therefore always has its queries written down.
- *
- * Answers: `{'duplicate', answer}`, `{'conflict'}` (the caller re-reads and retries),
- * `{'missing'}` (no record to run on), `{'unchanged', version}` (the same record, its queries
- * already opened), or `{'ok', version, opted_out, {category, seq, coalesced…}}`.
- */
-const COMMIT_BODY = `
-local mode = ARGV[1]
--- A service id taken from the process's crosswalk cache or read before: the local id's lookup
--- entry must still name it, and no merge may have retired it; else the caller looks it up again.
-if ARGV[24] == '1' then
-  if redis.call('HGET', KEYS[6], 'psid') ~= ARGV[7] then return {'stale'} end
-  if redis.call('EXISTS', KEYS[11]) == 1 then return {'retired'} end
-end
--- A record identical to the stored one (same content HMAC) changes nothing: it is a 'keep' that
--- opens queries only if they are stale (see below).
-local only_if_stale = ARGV[21] == '1'
-if mode == 'put' and ARGV[20] ~= '' and redis.call('HGET', KEYS[1], 'content') == ARGV[20] then
-  mode = 'keep'
-  only_if_stale = true
-end
-local idem_ttl = tonumber(ARGV[14])
-if idem_ttl > 0 then
-  local stored = redis.call('GET', KEYS[3])
-  if stored then return {'duplicate', stored} end
-end
-if mode == 'keep' then
-  if redis.call('HEXISTS', KEYS[1], 'record') == 0 and redis.call('HEXISTS', KEYS[1], 'clinical') == 0 then
-    return {'missing'}
-  end
-end
-if ARGV[15] == '1' then
-  local existing = redis.call('HGET', KEYS[6], 'psid')
-  if existing and existing ~= ARGV[7] then return {'conflict'} end
-  if not existing then
-    redis.call('HSET', KEYS[6], 'psid', ARGV[7], 'local', ARGV[16])
-    redis.call('SET', KEYS[7], ARGV[16])
-  end
-end
-if mode == 'clinical' then
-  if tonumber(redis.call('HGET', KEYS[1], 'version') or '0') ~= tonumber(ARGV[2]) then return {'conflict'} end
-end
-if ARGV[17] == '1' then
-  if tonumber(redis.call('HGET', KEYS[9], 'version') or '0') ~= tonumber(ARGV[18]) then return {'conflict'} end
-end
-local version
-if mode == 'keep' then
-  version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-else
-  version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-  if mode == 'put' then
-    redis.call('HSET', KEYS[1], 'record', ARGV[3], 'updated_at', ARGV[4], 'content', ARGV[20])
-  else
-    redis.call('HSET', KEYS[1], 'clinical', ARGV[3], 'updated_at', ARGV[4])
-  end
-end
-local retention = tonumber(ARGV[13])
-if retention > 0 then redis.call('EXPIRE', KEYS[1], retention) end
-if ARGV[17] == '1' then
-  local prior = redis.call('HGETALL', KEYS[8])
-  for i = 1, #prior, 2 do redis.call('HSETNX', KEYS[2], prior[i], prior[i + 1]) end
-  redis.call('DEL', KEYS[8])
-  redis.call('HDEL', KEYS[9], 'record', 'clinical')
-  -- Retired: its local id now leads to the survivor, and a writer that read it before fails.
-  if ARGV[22] == '1' then
-    redis.call('SET', KEYS[10], ARGV[7])
-    redis.call('HINCRBY', KEYS[9], 'version', 1)
-  end
-end
--- A merge whose prior patient is in another partition: its presets, read before, come as ARGV[23]
--- (field, value, …) and the prior patient is retired by a second script (see RETIRE_PRIOR).
-if ARGV[23] ~= '' then
-  local moved = cjson.decode(ARGV[23])
-  for i = 1, #moved, 2 do redis.call('HSETNX', KEYS[2], moved[i], moved[i + 1]) end
-end
-if ARGV[10] == '1' then
-  local wanted = {}
-  local value = cjson.encode({source = 'problem_list', created_at = ARGV[4]})
-  for _, category in ipairs(cjson.decode(ARGV[11])) do
-    wanted[category] = true
-    redis.call('HSETNX', KEYS[2], category, value)
-  end
-  local all = redis.call('HGETALL', KEYS[2])
-  for i = 1, #all, 2 do
-    if not wanted[all[i]] then
-      local ok, preset = pcall(cjson.decode, all[i + 1])
-      if ok and type(preset) == 'table' and preset.source == 'problem_list' then
-        redis.call('HDEL', KEYS[2], all[i])
-      end
-    end
-  end
-end
-local categories = {}
-local seen = {}
-for _, category in ipairs(redis.call('HKEYS', KEYS[2])) do
-  seen[category] = true
-  table.insert(categories, category)
-end
-table.sort(categories)
-for _, category in ipairs(cjson.decode(ARGV[12])) do
-  if not seen[category] then
-    seen[category] = true
-    table.insert(categories, category)
-  end
-end
-local opted_out = redis.call('EXISTS', KEYS[5])
--- The categories the stored version's queries were opened for: the same record and the same
--- categories again open nothing (no work for nothing); new presets, or a version whose queries
--- never opened (the patient was opted out), still do.
-local fingerprint = table.concat(categories, ',')
-if only_if_stale and opted_out == 0
-  and tonumber(redis.call('HGET', KEYS[1], 'q_version') or '-1') == version
-  and redis.call('HGET', KEYS[1], 'q_categories') == fingerprint then
-  if idem_ttl > 0 then
-    local answer = '{"event_id":' .. cjson.encode(ARGV[6]) .. ',"patient_service_id":' ..
-      cjson.encode(ARGV[7]) .. ',"queries":[]}'
-    redis.call('SET', KEYS[3], answer, 'EX', idem_ttl)
-  end
-  return {'unchanged', version}
-end
-if opted_out == 0 then redis.call('HSET', KEYS[1], 'q_version', version, 'q_categories', fingerprint) end
-local scheduled = {}
-local answers = {}
-if opted_out == 0 then
-  for _, category in ipairs(categories) do
-    local qs_key = ARGV[8] .. category
-    local seq, coalesced = schedule_query(qs_key, KEYS[4], ARGV[7], category, ARGV[6], ARGV[4], ARGV[5], tonumber(ARGV[9]))
-    if retention > 0 then redis.call('EXPIRE', qs_key, retention) end
-    table.insert(scheduled, category)
-    table.insert(scheduled, seq)
-    table.insert(scheduled, coalesced)
-    local flag = 'false'
-    if coalesced == 1 then flag = 'true' end
-    table.insert(answers, '{"ccsr_category":' .. cjson.encode(category) .. ',"job_id":' ..
-      cjson.encode(ARGV[19] .. category .. '-' .. seq) .. ',"coalesced":' .. flag .. '}')
-  end
-end
-if idem_ttl > 0 then
-  local answer = '{"event_id":' .. cjson.encode(ARGV[6]) .. ',"patient_service_id":' ..
-    cjson.encode(ARGV[7]) .. ',"queries":[' .. table.concat(answers, ',') .. ']}'
-  redis.call('SET', KEYS[3], answer, 'EX', idem_ttl)
-end
-return {'ok', version, opted_out, scheduled}
-`;
-
-const COMMIT = new LuaScript(`${SCHEDULE_QUERY_LUA}${COMMIT_BODY}`);
-
-/** How many KEYS and ARGV one commit of {@link COMMIT_BODY} takes. */
-const COMMIT_KEYS = 11;
-const COMMIT_ARGS = 24;
-
-/**
- * Many commits in one script (one slot): the commit of {@link COMMIT} for each item in turn, its
- * KEYS and ARGV the item's slice of the call's (ARGV[1] is the item count), answering one reply
- * per item. Before anything is written every item is checked: an item whose lookup entry moved
- * (`stale`, `retired`), whose new patient was created meanwhile (`conflict`) or that has no record
- * to run on (`missing`) makes the whole call write nothing and answer `{'refused', i, reason}`
- * (the first such item, from 1), so that the caller can look it up again or refuse the batch.
- */
-const COMMIT_MANY = new LuaScript(`${SCHEDULE_QUERY_LUA}
-local function commit_one(KEYS, ARGV)
-${COMMIT_BODY}
-end
--- What the items before this one will have written by the time it runs: records, lookup entries.
-local function precheck(KEYS, ARGV, will_exist, will_name)
-  local named = false
-  if ARGV[24] == '1' or ARGV[15] == '1' then
-    named = will_name[KEYS[6]] or redis.call('HGET', KEYS[6], 'psid')
-  end
-  if ARGV[24] == '1' then
-    if named ~= ARGV[7] then return 'stale' end
-    if redis.call('EXISTS', KEYS[11]) == 1 then return 'retired' end
-  end
-  if ARGV[15] == '1' then
-    if named and named ~= ARGV[7] then return 'conflict' end
-    will_name[KEYS[6]] = ARGV[7]
-  end
-  if ARGV[1] == 'keep' and not will_exist[KEYS[1]]
-    and redis.call('HEXISTS', KEYS[1], 'record') == 0 and redis.call('HEXISTS', KEYS[1], 'clinical') == 0 then
-    if tonumber(ARGV[14]) == 0 or not redis.call('GET', KEYS[3]) then return 'missing' end
-  end
-  if ARGV[1] == 'put' then will_exist[KEYS[1]] = true end
-  return nil
-end
-local count = tonumber(ARGV[1])
-local items = {}
-for i = 0, count - 1 do
-  local k, a = {}, {}
-  for j = 1, ${COMMIT_KEYS} do k[j] = KEYS[i * ${COMMIT_KEYS} + j] end
-  for j = 1, ${COMMIT_ARGS} do a[j] = ARGV[1 + i * ${COMMIT_ARGS} + j] end
-  items[i + 1] = {k, a}
-end
-local will_exist, will_name = {}, {}
-for i, item in ipairs(items) do
-  local reason = precheck(item[1], item[2], will_exist, will_name)
-  if reason then return {'refused', i, reason} end
-end
-local replies = {}
-for i, item in ipairs(items) do
-  -- Checked above, in this same script: the lookup entries cannot have moved since.
-  item[2][24] = '0'
-  replies[i] = commit_one(item[1], item[2])
-end
-return {'done', replies}
-`);
-
-/**
- * The second step of a merge whose prior patient lives in another partition than the survivor (a
- * Redis Cluster script cannot span two slots): once the survivor has the prior's record and
- * presets (the first script), the prior patient loses its record and presets and is retired, but
- * only if neither changed since they were read (its version, and its presets exactly as copied):
- * else `0`, and the caller reads both again and repeats the merge (the survivor's part again is
- * harmless: the same items and presets). A crash between the two leaves the prior patient as it
- * was (its message was not acknowledged, and its resend completes the merge).
- *
- * KEYS: prior presets, prior record, retired key. ARGV: expected prior version, the presets read
- * (JSON `[field, value, …]`), the survivor's service id, '1' to retire.
- */
-const RETIRE_PRIOR = `
-if tonumber(redis.call('HGET', KEYS[2], 'version') or '0') ~= tonumber(ARGV[1]) then return 0 end
-local now = redis.call('HGETALL', KEYS[1])
-local was = cjson.decode(ARGV[2])
-if #now ~= #was then return 0 end
-local read = {}
-for i = 1, #was, 2 do read[was[i]] = was[i + 1] end
-for i = 1, #now, 2 do
-  if read[now[i]] ~= now[i + 1] then return 0 end
-end
-redis.call('DEL', KEYS[1])
-redis.call('HDEL', KEYS[2], 'record', 'clinical')
-if ARGV[4] == '1' then
-  redis.call('SET', KEYS[3], ARGV[3])
-  redis.call('HINCRBY', KEYS[2], 'version', 1)
-end
-return 1
-`;
+const COMMIT = LuaScript.load(new URL('./lua/commit.lua', import.meta.url));
+const COMMIT_MANY = LuaScript.load(new URL('./lua/commit-many.lua', import.meta.url));
+const RETIRE_PRIOR = LuaScript.load(new URL('./lua/retire-prior.lua', import.meta.url));
 
 /** How the message changes the record. */
 export type RecordWrite =
@@ -334,7 +96,7 @@ export type RefusedStatus = 'stale' | 'retired' | 'conflict' | 'missing';
 export type ManyCommitResult = CommitResult | { status: 'skipped' };
 
 /**
- * Items per {@link COMMIT_MANY} call: bounds how long one call holds Redis (each item is about a
+ * Items per `lua/commit-many.lua` call: bounds how long one call holds Redis (each item is about a
  * dozen commands), while a batch still takes few round trips.
  */
 export const MAX_ITEMS_PER_SCRIPT = 100;
@@ -393,21 +155,7 @@ export function queriesAreFresh(
   return categories.join(',') === state.queriesOpened.categories;
 }
 
-/**
- * Reads a {@link StoredState}: KEYS record, presets, opt-out flag, retired key, and (optional) the
- * local id's lookup entry, whose service id comes last (false when it has none).
- */
-const READ_STATE = new LuaScript(`
-local named = false
-if KEYS[5] then named = redis.call('HGET', KEYS[5], 'psid') end
-return {
-  redis.call('HMGET', KEYS[1], 'version', 'clinical', 'q_version', 'q_categories'),
-  redis.call('HGETALL', KEYS[2]),
-  redis.call('EXISTS', KEYS[3]),
-  redis.call('GET', KEYS[4]),
-  named
-}
-`);
+const READ_STATE = LuaScript.load(new URL('./lua/read-state.lua', import.meta.url));
 
 /** Lua's `table.sort` on strings compares bytes. */
 const byteOrder = (a: string, b: string) =>
@@ -428,7 +176,7 @@ export interface UpdateCommitterOptions {
   redis: RedisClient;
   /**
    * A prefix, or the partitions: every key of one commit is its patient's partition's (a merge
-   * across two partitions is two scripts, see {@link RETIRE_PRIOR}).
+   * across two partitions is two scripts, see `lua/retire-prior.lua`).
    */
   prefix: KeySpace;
   records: RecordStore;
@@ -453,7 +201,7 @@ export interface UpdateCommitterOptions {
   onStored?: () => void;
 }
 
-/** Applies one message's changes in one Redis script: see {@link COMMIT}. */
+/** Applies one message's changes in one Redis script: see `lua/commit.lua`. */
 export class UpdateCommitter {
   readonly #o: UpdateCommitterOptions;
 
@@ -561,7 +309,7 @@ export class UpdateCommitter {
 
   /**
    * A merge across two partitions: the survivor's commit with the prior's presets as read, then
-   * {@link RETIRE_PRIOR} in the prior's partition; `conflict` when the prior changed in between.
+   * `lua/retire-prior.lua` in the prior's partition; `conflict` when the prior changed in between.
    */
   async #mergeAcross(
     input: CommitInput,
@@ -574,16 +322,15 @@ export class UpdateCommitter {
     const { merge: _merge, ...survivorPart } = input;
     const result = await this.#commit(survivorPart, snapshot);
     if (result.status !== 'ok' && result.status !== 'unchanged') return result;
-    const retired = await redis.eval(
-      RETIRE_PRIOR,
-      3,
-      presets.keyOf(prior),
-      records.keyOf(prior),
-      merge.retiredKey ?? records.keyOf(prior),
-      merge.priorExpectedVersion,
-      snapshot,
-      input.patientServiceId,
-      merge.retiredKey === undefined ? '0' : '1',
+    const retired = await RETIRE_PRIOR.run(
+      redis,
+      [presets.keyOf(prior), records.keyOf(prior), merge.retiredKey ?? records.keyOf(prior)],
+      [
+        merge.priorExpectedVersion,
+        snapshot,
+        input.patientServiceId,
+        merge.retiredKey === undefined ? '0' : '1',
+      ],
     );
     return retired === 1 ? result : { status: 'conflict' };
   }
@@ -595,11 +342,11 @@ export class UpdateCommitter {
 
   /**
    * Commits many JSON record updates (a batch): those of one partition in one script call per
-   * {@link MAX_ITEMS_PER_SCRIPT} items ({@link COMMIT_MANY}), the partitions side by side, each
+   * {@link MAX_ITEMS_PER_SCRIPT} items (`lua/commit-many.lua`), the partitions side by side, each
    * partition's items in their order. Answers one result per input, in input order; resolves only
    * once every call has answered (every committed item is durable).
    *
-   * A call writes nothing when one of its items is refused (see {@link COMMIT_MANY}): those items
+   * A call writes nothing when one of its items is refused (see `lua/commit-many.lua`): those items
    * answer `stale`, `retired`, `conflict` or `missing`, the others of that call `skipped` (not
    * written: commit them again), and that partition's later calls are not made (`skipped` too),
    * so that a patient's updates are never applied out of order. Only JSON records (`put`, `keep`),
@@ -645,7 +392,7 @@ export class UpdateCommitter {
     return results;
   }
 
-  /** The KEYS and ARGV of {@link COMMIT_BODY} for one commit. */
+  /** The KEYS and ARGV of `lua/commit.lua` for one commit. */
   #call(input: CommitInput, movedPresets: string): { keys: string[]; args: (string | number)[] } {
     const { records, presets, idempotency } = this.#o;
     const psid = input.patientServiceId;

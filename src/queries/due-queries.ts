@@ -1,5 +1,5 @@
 import { LuaScript } from '../queues/lua-script.ts';
-import { dueSetDepth, holdDueSet, LUA_FOR_EACH_OP_END, type DueSetDepth } from './due-set.ts';
+import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { parseOutboxMember, queryOutboxKey, type DueQuery } from './query-outbox.ts';
 import type { PolledRemoteJob } from './poll-set.ts';
@@ -61,98 +61,16 @@ export type DueWrite =
    */
   | { kind: 'later'; query: DueQuery & { member: string }; at: number; abandon?: boolean };
 
-const CLAIM = new LuaScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return {} end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local p = ARGV[4]
-local out = {}
-local n = 0
-for i = 1, #due, 2 do
-  local member = due[i]
-  local psid, cat, seq = string.match(member, '^(.*)|([^|]*)|(%d+)$')
-  local claimed = false
-  local qs = ''
-  if psid then
-    qs = p .. ':qs:' .. psid .. ':' .. cat
-    claimed = redis.call('HGET', qs, 'c:' .. seq)
-    if not claimed and redis.call('HGET', qs, 'pending') == seq then
-      local t = redis.call('HMGET', qs, 'p_events', 'p_count', 'p_first_at', 'p_last_at')
-      claimed = cjson.encode({eventIds = cjson.decode(t[1]), count = tonumber(t[2]), firstAt = t[3], lastAt = t[4]})
-      redis.call('HDEL', qs, 'pending', 'p_events', 'p_count', 'p_first_at', 'p_last_at')
-      redis.call('HSET', qs, 'c:' .. seq, claimed)
-    end
-  end
-  if not claimed then
-    redis.call('ZREM', KEYS[1], member)
-  else
-    n = n + 1
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[3], member)
-    redis.call('HSETNX', qs, 'i:' .. seq, ARGV[4 + n])
-    local f = redis.call('HMGET', qs, 'submitted', 'r:' .. seq, 'n:' .. seq, 'f:' .. seq, 'i:' .. seq)
-    local leases = redis.call('HINCRBY', qs, 'l:' .. seq, 1)
-    local rec = redis.call('HMGET', p .. ':rec:' .. psid, 'version', 'record', 'clinical', 'updated_at')
-    out[#out + 1] = member
-    out[#out + 1] = due[i + 1]
-    out[#out + 1] = claimed
-    out[#out + 1] = f[1] or '0'
-    out[#out + 1] = f[2] or ''
-    out[#out + 1] = f[3] or '0'
-    out[#out + 1] = f[4] or '0'
-    out[#out + 1] = f[5]
-    out[#out + 1] = leases
-    out[#out + 1] = redis.call('EXISTS', p .. ':optout:' .. psid)
-    out[#out + 1] = rec[1] or ''
-    out[#out + 1] = rec[2] or ''
-    out[#out + 1] = rec[3] or ''
-    out[#out + 1] = rec[4] or ''
-    out[#out + 1] = redis.call('GET', p .. ':xwr:' .. psid) or ''
-  end
-end
-return out
-`);
+/** Claims due queries and reads what their submission needs, in one step. */
+const CLAIM = LuaScript.load(new URL('./lua/claim-due-queries.lua', import.meta.url));
+/** The entries per claimed query in CLAIM's flat reply. */
 const COLUMNS = 15;
 
-/**
- * Before the submissions of a batch are sent (ARGV[2], JSON [{m, n}]: member, resubmissions): for
- * each, 'stored' and the remote job when an earlier attempt of this (re)submission stored one
- * (never submit twice), else marks the attempt begun and answers 'interrupted' when an earlier
- * attempt had begun without storing its answer (its worker died during the POST), or 'new'.
- */
-const BEGIN = new LuaScript(`
-local ops = cjson.decode(ARGV[2])
-local out = {}
-for _, op in ipairs(ops) do
-  local psid, cat, seq = string.match(op.m, '^(.*)|([^|]*)|(%d+)$')
-  local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
-  local remote = redis.call('HGET', qs, 'r:' .. seq)
-  local state = 'new'
-  if remote and tostring(cjson.decode(remote).resubmits) == tostring(op.n) then
-    state = 'stored'
-  else
-    remote = ''
-    local begun = redis.call('HGET', qs, 's:' .. seq)
-    redis.call('HSET', qs, 's:' .. seq, op.n)
-    if begun == tostring(op.n) then state = 'interrupted' end
-  end
-  out[#out + 1] = state
-  out[#out + 1] = remote
-end
-return out
-`);
+/** Marks a batch's submissions begun, or finds the remote job an earlier attempt stored. */
+const BEGIN = LuaScript.load(new URL('./lua/begin-submissions.lua', import.meta.url));
 
-/** Writes back the outcomes (ARGV[2], JSON [{m, k, at?, a?}]) of claimed queries. */
-const APPLY = new LuaScript(`${LUA_FOR_EACH_OP_END}
-  elseif redis.call('HEXISTS', qs, 'c:' .. seq) == 0 then
-    redis.call('ZREM', KEYS[1], op.m)
-  else
-    if op.k == 'retry' then redis.call('HINCRBY', qs, 'f:' .. seq, 1) end
-    if op.k == 'retry' or op.a then redis.call('HDEL', qs, 's:' .. seq) end
-    redis.call('HDEL', qs, 'l:' .. seq)
-    redis.call('ZADD', KEYS[1], 'XX', op.at, op.m)
-  end
-end
-return #ops
-`);
+/** Writes back the outcomes of claimed queries. */
+const APPLY = LuaScript.load(new URL('./lua/apply-due-writes.lua', import.meta.url));
 
 export interface DueQueriesOptions {
   /** A worker connection of the partition. */
@@ -230,8 +148,10 @@ export class DueQueries {
   }
 
   /**
-   * Marks the submissions of `queries` begun (one script for the batch); see {@link BEGIN}.
-   * Answers in the same order.
+   * Marks the submissions of `queries` begun (one script for the batch; see
+   * lua/begin-submissions.lua): 'stored' with the remote job when an earlier attempt of this
+   * (re)submission stored one (never submit twice), 'interrupted' when an earlier attempt had
+   * begun without storing its answer, else 'new'. Answers in the same order.
    */
   async begin(queries: readonly { member: string; resubmits: number }[]): Promise<BeginAnswer[]> {
     if (queries.length === 0) return [];

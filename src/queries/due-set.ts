@@ -37,18 +37,3 @@ export async function holdDueSet(
   if (current >= ms) return;
   await redis.set(key, reason, 'PX', Math.max(1, Math.round(ms)));
 }
-
-/**
- * The head of a write-back script over the batch's operations (ARGV[2], JSON [{m, k, ...}] under
- * prefix ARGV[1]): for each, the member's key parts and the query's hash `qs`, and the `end`
- * branch that forgets the query (out of the due set KEYS[1], its per-seq fields deleted). The
- * script goes on with its own branches (`elseif ...`), then `end end`.
- */
-export const LUA_FOR_EACH_OP_END = `
-local ops = cjson.decode(ARGV[2])
-for _, op in ipairs(ops) do
-  local psid, cat, seq = string.match(op.m, '^(.*)|([^|]*)|(%d+)$')
-  local qs = ARGV[1] .. ':qs:' .. psid .. ':' .. cat
-  if op.k == 'end' then
-    redis.call('ZREM', KEYS[1], op.m)
-    redis.call('HDEL', qs, 'c:' .. seq, 's:' .. seq, 'r:' .. seq, 'l:' .. seq, 'f:' .. seq, 'n:' .. seq, 'i:' .. seq)`;

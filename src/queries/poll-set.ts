@@ -1,6 +1,6 @@
 import type { RedisClient } from '../queues/redis-client.ts';
 import { LuaScript } from '../queues/lua-script.ts';
-import { dueSetDepth, holdDueSet, LUA_FOR_EACH_OP_END, type DueSetDepth } from './due-set.ts';
+import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
 import {
   outboxMember,
   parseOutboxMember,
@@ -71,62 +71,16 @@ export type PollWrite =
   | { kind: 'hold'; poll: LeasedPoll; at: number };
 
 /**
- * Leases up to ARGV[2] polls due by ARGV[1] (moving their score to the lease's end, ARGV[3]) and
- * reads each one's state, unless the partition is held (KEYS[2], a rate limit) or paused (KEYS[3],
- * a refused API key). A member whose remote job is gone (ended, purged) is dropped.
- * Returns a flat list: member, due score, submitted, remote job JSON, triggers JSON, leases.
+ * Leases due polls and reads each one's state, unless the partition is held or paused; drops a
+ * member whose remote job is gone.
  */
-const LEASE = new LuaScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return {} end
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[2]))
-local out = {}
-for i = 1, #due, 2 do
-  local member = due[i]
-  local psid, cat, seq = string.match(member, '^(.*)|([^|]*)|(%d+)$')
-  local qs = ARGV[4] .. ':qs:' .. (psid or '') .. ':' .. (cat or '')
-  local f = psid and redis.call('HMGET', qs, 'submitted', 'r:' .. seq, 'c:' .. seq) or {}
-  if not f[2] then
-    redis.call('ZREM', KEYS[1], member)
-  else
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[3], member)
-    local leases = redis.call('HINCRBY', qs, 'l:' .. seq, 1)
-    out[#out + 1] = member
-    out[#out + 1] = due[i + 1]
-    out[#out + 1] = f[1] or '0'
-    out[#out + 1] = f[2]
-    out[#out + 1] = f[3] or ''
-    out[#out + 1] = leases
-  end
-end
-return out
-`);
+const LEASE = LuaScript.load(new URL('./lua/lease-polls.lua', import.meta.url));
 
 /**
- * Writes a batch of outcomes (ARGV[2], JSON [{m, k, at?, r?, lat?, n?}]) of polls leased under
- * prefix ARGV[1]; a resubmitted query goes back to the due set of new queries (KEYS[2]). A poll
- * whose remote job is gone meanwhile (a purge) is not brought back.
+ * Writes back a batch of outcomes of leased polls; a resubmitted query goes back to the due set
+ * of new queries.
  */
-const APPLY = new LuaScript(`${LUA_FOR_EACH_OP_END}
-    if op.lat then
-      local lk = ARGV[1] .. ':qlat:' .. cat
-      redis.call('LPUSH', lk, op.lat)
-      redis.call('LTRIM', lk, 0, tonumber(ARGV[3]) - 1)
-    end
-  elseif op.k == 'resubmit' then
-    redis.call('ZREM', KEYS[1], op.m)
-    redis.call('HDEL', qs, 'l:' .. seq)
-    redis.call('HSET', qs, 'n:' .. seq, op.n)
-    redis.call('ZADD', KEYS[2], op.at, op.m)
-  elseif redis.call('HEXISTS', qs, 'r:' .. seq) == 1 then
-    if op.r then redis.call('HSET', qs, 'r:' .. seq, op.r) end
-    redis.call('HDEL', qs, 'l:' .. seq)
-    redis.call('ZADD', KEYS[1], 'XX', op.at, op.m)
-  else
-    redis.call('ZREM', KEYS[1], op.m)
-  end
-end
-return #ops
-`);
+const APPLY = LuaScript.load(new URL('./lua/apply-poll-writes.lua', import.meta.url));
 
 export interface PollSetOptions {
   /** A worker connection of the partition. */

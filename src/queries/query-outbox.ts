@@ -7,8 +7,8 @@ import type { RedisClient } from '../queues/redis-client.ts';
  *
  * Ingest adds to it in the same script that stores the record and opens the query (see
  * `UpdateCommitter`), so that an acknowledged update always has its query written down; the
- * workers' {@link QueryDispatcher} leases what is due and turns it into queue jobs. This is the
- * shape of Sidekiq's scheduled set: one sorted set, one script that leases what is due.
+ * workers' SubmitScheduler claims what is due (see DueQueries) and submits it. This is the shape
+ * of Sidekiq's scheduled set: one sorted set, one script that leases what is due.
  */
 
 /** The key of the due set under `prefix`. */
@@ -82,32 +82,6 @@ export async function removeMembersOf(
   } while (cursor !== '0');
   return members.length === 0 ? 0 : redis.zrem(key, ...members);
 }
-
-/**
- * A Lua function shared by the scripts that open queries: attaches one trigger to the open query
- * of a (patient, category), opening a new one (next `seq`) when none is open, and puts a newly
- * opened query in the due set. Returns `seq, coalesced` (1 when the update joined an open query).
- *
- * `schedule_query(qs_key, outbox_key, psid, category, event_id, at_iso, due_ms, max_ids)`
- */
-export const SCHEDULE_QUERY_LUA = `
-local function schedule_query(qs_key, outbox_key, psid, category, event_id, at, due, max_ids)
-  local pending = redis.call('HGET', qs_key, 'pending')
-  local coalesced = 1
-  if not pending then
-    pending = tostring(redis.call('HINCRBY', qs_key, 'seq', 1))
-    redis.call('HSET', qs_key, 'pending', pending, 'p_first_at', at, 'p_count', 0, 'p_events', '[]')
-    redis.call('ZADD', outbox_key, 'NX', due, psid .. '|' .. category .. '|' .. pending)
-    coalesced = 0
-  end
-  local events = cjson.decode(redis.call('HGET', qs_key, 'p_events'))
-  table.insert(events, event_id)
-  if #events > max_ids then table.remove(events, 1) end
-  redis.call('HSET', qs_key, 'p_events', cjson.encode(events), 'p_last_at', at)
-  redis.call('HINCRBY', qs_key, 'p_count', 1)
-  return pending, coalesced
-end
-`;
 
 /** What a query was triggered by: the newest event ids (capped), their count and time span. */
 export interface Triggers {

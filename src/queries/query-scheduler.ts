@@ -34,7 +34,7 @@ export class QueryScheduler {
     this.#now = now;
   }
 
-  /** Resolves once the query is durable in Redis (in the due set, see QueryDispatcher). */
+  /** Resolves once the query is durable in Redis (in the due set of new queries, see query-outbox.ts). */
   async schedule(
     patientServiceId: string,
     ccsrCategory: string,

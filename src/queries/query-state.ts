@@ -2,13 +2,7 @@ import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { pollSetKey, type PolledRemoteJob } from './poll-set.ts';
-import {
-  outboxMember,
-  queryOutboxKey,
-  queryStateKey,
-  SCHEDULE_QUERY_LUA,
-  type Triggers,
-} from './query-outbox.ts';
+import { outboxMember, queryOutboxKey, queryStateKey, type Triggers } from './query-outbox.ts';
 
 export type { Triggers };
 
@@ -22,44 +16,9 @@ export interface Trigger {
 /** How many event ids a query remembers; a burst of thousands keeps only the newest. */
 export const MAX_TRIGGER_IDS = 100;
 
-/**
- * Adds a trigger to the key's open (not yet submitted) query, opening one if there is none, and
- * puts a newly opened query in the due set (see query-outbox.ts).
- */
-const SCHEDULE = new LuaScript(`${SCHEDULE_QUERY_LUA}
-local seq, coalesced = schedule_query(KEYS[1], KEYS[2], ARGV[4], ARGV[5], ARGV[1], ARGV[2], ARGV[6], tonumber(ARGV[3]))
-return {seq, coalesced}
-`);
-
-/**
- * Closes the open query `seq` for new triggers and hands them over. Idempotent: a worker that
- * died after claiming gets the same answer again. Returns nothing for a query that is not open
- * and was never claimed (a stale job).
- */
-const CLAIM = new LuaScript(`
-local claimed = redis.call('HGET', KEYS[1], 'c:' .. ARGV[1])
-if claimed then return claimed end
-if redis.call('HGET', KEYS[1], 'pending') ~= ARGV[1] then return false end
-local t = redis.call('HMGET', KEYS[1], 'p_events', 'p_count', 'p_first_at', 'p_last_at')
-claimed = cjson.encode({eventIds = cjson.decode(t[1]), count = tonumber(t[2]), firstAt = t[3], lastAt = t[4]})
-redis.call('HDEL', KEYS[1], 'pending', 'p_events', 'p_count', 'p_first_at', 'p_last_at')
-redis.call('HSET', KEYS[1], 'c:' .. ARGV[1], claimed)
-return claimed
-`);
-
-/**
- * Records that query `seq` has a remote job (ARGV[2], a JSON {@link RemoteJob}) in the same step
- * that learnt it; newer submitted queries supersede older ones.
- */
-const SUBMITTED = new LuaScript(`
-local current = tonumber(redis.call('HGET', KEYS[1], 'submitted') or '0')
-if tonumber(ARGV[1]) > current then redis.call('HSET', KEYS[1], 'submitted', ARGV[1]) end
-redis.call('HSET', KEYS[1], 'r:' .. ARGV[1], ARGV[2])
-redis.call('HDEL', KEYS[1], 's:' .. ARGV[1], 'l:' .. ARGV[1], 'f:' .. ARGV[1])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZREM', KEYS[3], ARGV[4])
-return current
-`);
+const SCHEDULE = LuaScript.load(new URL('./lua/schedule-trigger.lua', import.meta.url));
+const CLAIM = LuaScript.load(new URL('./lua/claim-query.lua', import.meta.url));
+const SUBMITTED = LuaScript.load(new URL('./lua/mark-submitted.lua', import.meta.url));
 
 /** The remote job of a submitted query, as stored by {@link QueryState.markSubmitted}. */
 export type RemoteJob = PolledRemoteJob;

@@ -27,7 +27,7 @@ describe('LuaScript (real Redis)', () => {
   });
   afterEach(() => env.cleanup());
 
-  it('sends its source once per connection, then its SHA-1 alone (EVALSHA)', async () => {
+  it('runs a script the server does not know yet (NOSCRIPT -> EVAL), then by its SHA-1 alone', async () => {
     const script = incrementBy();
     const key = `${env.prefix}:counter`;
     expect(await env.redis.script('EXISTS', script.sha)).toEqual([0]);

@@ -8,14 +8,15 @@ import { readLuaFile, type LuaArity } from './lua-source.ts';
 /** Connections a script runs on: a single Redis or a Redis Cluster (routed by the first key). */
 export type ScriptConnection = Redis | Cluster;
 
-type Scripted = Record<string, (...args: (string | number)[]) => Promise<unknown>>;
+type Scripted = Record<string, unknown>;
 
 /** The `.lua` files loaded so far, by absolute path (a test checks every file is loaded once). */
 export const loadedLuaFiles = new Set<string>();
 
 /**
- * A Redis script, defined once per connection as an ioredis command: the first call on each socket
- * sends the source (`EVAL`), every later one only its SHA-1 (`EVALSHA`), also inside a MULTI. The
+ * A Redis script, sent by its SHA-1 (`EVALSHA`), and in full (`EVAL`) only when the server does
+ * not know it yet (`NOSCRIPT`: a new or restarted Redis, a failover, a `SCRIPT FLUSH`). In a MULTI
+ * it is an ioredis command defined on the connection, which sends the source once per socket. The
  * source lives in a `.lua` file of its own whose header names each key and argument
  * (`KEYS[1] …`, `ARGV[1] …`; see {@link readLuaFile}); every call is checked against it.
  */
@@ -27,14 +28,12 @@ export class LuaScript {
   readonly args: LuaArity;
   readonly #command: string;
 
-  // TRANSITION: the one-argument form (a bare source) goes once every script is a file.
-  constructor(name: string, source?: string, keys?: LuaArity, args?: LuaArity) {
-    const legacy = source === undefined;
-    this.name = legacy ? 'inline' : name;
-    this.source = legacy ? name : source;
-    this.sha = createHash('sha1').update(this.source).digest('hex');
-    this.keys = keys ?? { count: 0, variadic: true };
-    this.args = args ?? { count: 0, variadic: true };
+  private constructor(name: string, source: string, keys: LuaArity, args: LuaArity) {
+    this.name = name;
+    this.source = source;
+    this.sha = createHash('sha1').update(source).digest('hex');
+    this.keys = keys;
+    this.args = args;
     this.#command = `cw_${name.replace(/[^A-Za-z0-9]/g, '_')}_${this.sha.slice(0, 12)}`;
   }
 
@@ -67,8 +66,15 @@ export class LuaScript {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    this.define(redis);
-    return (redis as unknown as Scripted)[this.#command]?.(...this.#argv(keys, args));
+    // EVALSHA and EVAL are built-in commands: they join ioredis's automatic pipelines, which a
+    // command defined on the client after a tick's pipeline was made would not.
+    this.#check(keys, args);
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error && error.message.startsWith('NOSCRIPT'))) throw error;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
   }
 
   /** Adds a call to `multi`, made from a connection the script was {@link define}d on first. */
@@ -83,13 +89,14 @@ export class LuaScript {
         `${this.name}.lua is not defined on the connection this MULTI came from: call define() first`,
       );
     }
-    return (call as (...a: unknown[]) => ChainableCommander).apply(multi, this.#argv(keys, args));
+    this.#check(keys, args);
+    const argv = this.keys.variadic ? [keys.length, ...keys, ...args] : [...keys, ...args];
+    return (call as (...a: unknown[]) => ChainableCommander).apply(multi, argv);
   }
 
-  #argv(keys: readonly string[], args: readonly (string | number)[]): (string | number)[] {
+  #check(keys: readonly string[], args: readonly (string | number)[]): void {
     check(this.name, 'KEYS', this.keys, keys.length);
     check(this.name, 'ARGV', this.args, args.length);
-    return this.keys.variadic ? [keys.length, ...keys, ...args] : [...keys, ...args];
   }
 }
 

@@ -1,32 +1,15 @@
+import { LuaScript } from '../queues/lua-script.ts';
 import { allPrefixes, patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 
 /**
  * Adds (patient, category) to the waiting set unless it is there (its first wait counts), and
  * raises the newest waiting query's seq; returns {first wait (ms), newest waiting seq}.
- * KEYS: waiting zset, seq hash. ARGV: member, now ms, seq.
  */
-const PARK = `
-redis.call('ZADD', KEYS[1], 'NX', ARGV[2], ARGV[1])
-local newest = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0')
-if tonumber(ARGV[3]) > newest then
-  newest = tonumber(ARGV[3])
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-end
-return {redis.call('ZSCORE', KEYS[1], ARGV[1]), newest}
-`;
+const PARK = LuaScript.load(new URL('./lua/park.lua', import.meta.url));
 
-/** Removes every member of one patient (a purge). KEYS: zset, hash. ARGV: `<psid>|`. */
-const ERASE_PATIENT = `
-local removed = 0
-for _, member in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  if string.sub(member, 1, string.len(ARGV[1])) == ARGV[1] then
-    removed = removed + redis.call('ZREM', KEYS[1], member)
-    redis.call('HDEL', KEYS[2], member)
-  end
-end
-return removed
-`;
+/** Removes every member of one patient (a purge). */
+const ERASE_PATIENT = LuaScript.load(new URL('./lua/erase-patient.lua', import.meta.url));
 
 /** The failure code of a query that waited for a birth date longer than allowed. */
 export const RECORD_WAITING_EXPIRED = 'ERR_RECORD_WAITING_EXPIRED';
@@ -79,14 +62,11 @@ export class DemographicsWait {
     waitMs: number,
   ): Promise<WaitDecision> {
     const member = DemographicsWait.member(patientServiceId, category);
-    const [first, newest] = (await this.#redis.eval(
-      PARK,
-      2,
-      ...this.#keys(patientServiceId),
+    const [first, newest] = (await PARK.run(this.#redis, this.#keys(patientServiceId), [
       member,
       now,
       seq,
-    )) as [string, number];
+    ])) as [string, number];
     if (newest > seq) return { kind: 'replaced' };
     const until = Number(first) + waitMs;
     if (now >= until) {
@@ -113,11 +93,8 @@ export class DemographicsWait {
 
   /** A purge: the patient's keys wait no more. */
   async erase(patientServiceId: string): Promise<number> {
-    return (await this.#redis.eval(
-      ERASE_PATIENT,
-      2,
-      ...this.#keys(patientServiceId),
+    return (await ERASE_PATIENT.run(this.#redis, this.#keys(patientServiceId), [
       `${patientServiceId}|`,
-    )) as number;
+    ])) as number;
   }
 }

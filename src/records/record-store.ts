@@ -1,3 +1,4 @@
+import { LuaScript } from '../queues/lua-script.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { AssembledPatientSchema, type AssembledPatient } from '../interface/assembled-patient.ts';
@@ -12,23 +13,13 @@ import {
 } from './clinical-record.ts';
 
 /** Stores the record and raises the version in one step, so that no reader sees one without the other. */
-const PUT = `
-local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-redis.call('HSET', KEYS[1], 'record', ARGV[1], 'updated_at', ARGV[2])
-return version
-`;
+const PUT = LuaScript.load(new URL('./lua/put-record.lua', import.meta.url));
 
 /**
  * Writes the clinical record only if nobody changed the patient's record since it was read, so
  * that concurrent feeds never lose each other's changes (the caller re-reads and retries).
  */
-const PUT_CLINICAL = `
-local current = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if current ~= tonumber(ARGV[1]) then return -1 end
-local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
-redis.call('HSET', KEYS[1], 'clinical', ARGV[2], 'updated_at', ARGV[3])
-return version
-`;
+const PUT_CLINICAL = LuaScript.load(new URL('./lua/put-clinical.lua', import.meta.url));
 
 export interface StoredRecord {
   /** Rises by one on every change, from any feed; never reused. */
@@ -111,12 +102,10 @@ export class RecordStore {
 
   /** Replaces the record; returns its new version. */
   async put(patientServiceId: string, record: AssembledPatient, now = new Date()): Promise<number> {
-    return (await this.#redis.eval(
-      PUT,
-      1,
-      this.#key(patientServiceId),
-      this.sealRecord(patientServiceId, record),
-      now.toISOString(),
+    return (await PUT.run(
+      this.#redis,
+      [this.#key(patientServiceId)],
+      [this.sealRecord(patientServiceId, record), now.toISOString()],
     )) as number;
   }
 
@@ -181,13 +170,10 @@ export class RecordStore {
       const record = this.openClinical(patientServiceId, sealed ?? undefined);
       const next = applyClinicalChanges(record, changes, current + 1);
       if (!next.changed) return { version: current, changed: false, clinical: record };
-      const written = (await this.#redis.eval(
-        PUT_CLINICAL,
-        1,
-        this.#key(patientServiceId),
-        current,
-        this.sealClinical(patientServiceId, next.record),
-        now.toISOString(),
+      const written = (await PUT_CLINICAL.run(
+        this.#redis,
+        [this.#key(patientServiceId)],
+        [current, this.sealClinical(patientServiceId, next.record), now.toISOString()],
       )) as number;
       if (written !== -1) return { version: written, changed: true, clinical: next.record };
     }

@@ -1,14 +1,8 @@
 import { createHash } from 'node:crypto';
+import { LuaScript } from '../../queues/lua-script.ts';
 import type { RedisClient } from '../../queues/redis-client.ts';
 
-/** Raises `last_event` to ARGV[1] unless it is already there or beyond; returns the prior value. */
-const ADVANCE = `
-local prior = redis.call('HGET', KEYS[1], 'last_event')
-if prior == false or tonumber(ARGV[1]) > tonumber(prior) then
-  redis.call('HSET', KEYS[1], 'last_event', ARGV[1])
-end
-return prior
-`;
+const ADVANCE = LuaScript.load(new URL('./lua/advance-event.lua', import.meta.url));
 
 /** A short, stable name of a subscription for keys and logs. */
 export function subscriptionHash(subscription: string): string {
@@ -41,7 +35,7 @@ export class EventTracker {
 
   /** Records that every event up to `eventNumber` is processed (never lowers it). */
   async advance(subscription: string, eventNumber: number): Promise<void> {
-    await this.#redis.eval(ADVANCE, 1, this.#key(subscription), eventNumber);
+    await ADVANCE.run(this.#redis, [this.#key(subscription)], [eventNumber]);
   }
 
   /** A handshake's count starts the sequence, unless events were already processed. */

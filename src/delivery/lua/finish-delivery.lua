@@ -1,0 +1,28 @@
+--[[
+  Ends an event's delivery (delivered or dead) and names the next in its key's line. The event's
+  state is kept, without the event, as a marker for a while; a line left empty drops its key from
+  the keys with a line.
+
+  Input:
+    KEYS[1] the event's delivery state (hash)
+    KEYS[2] its key's line (sorted set of event ids, scored by hand-over order)
+    KEYS[3] the keys whose line is not empty (set)
+    ARGV[1] the event id
+    ARGV[2] its final state, 'delivered' or 'dead'
+    ARGV[3] now, epoch ms
+    ARGV[4] how long the marker is kept, seconds
+    ARGV[5] the event's key, patient_service_id/ccsr_category
+
+  Output:
+    the id of the event now first in the line, or '' when the line is empty
+]]
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'finished_at', ARGV[3])
+redis.call('HDEL', KEYS[1], 'event')
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('ZREM', KEYS[2], ARGV[1])
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+if not head then
+  redis.call('SREM', KEYS[3], ARGV[5])
+  return ''
+end
+return head
