@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ResultEventSchema, type ResultEvent } from '../src/delivery/result-event.ts';
+import { ResultEventSchema, type ResultEvent } from '../src/interface/result-event.ts';
 import {
   asSent,
   loadSchemaValidators,

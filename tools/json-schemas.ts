@@ -3,7 +3,7 @@
  * teams, generated from the zod schemas the code sends by:
  *
  * - `result-event.schema.json`: the result event, whatever event union
- *   `src/delivery/result-event.ts` exports as `ResultEventSchema`;
+ *   `src/interface/result-event.ts` exports as `ResultEventSchema`;
  * - `webhook-payload.schema.json`: the body of a webhook request: that event as the delivery
  *   router hands it to the channels, with `changed` always set;
  * - `webhook-headers.schema.json`: the headers of a webhook request (`WebhookHeadersSchema`).
@@ -19,7 +19,7 @@ import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { format, resolveConfig } from 'prettier';
 import { z } from 'zod';
-import { ResultEventSchema } from '../src/delivery/result-event.ts';
+import { ResultEventSchema } from '../src/interface/result-event.ts';
 import { WebhookHeadersSchema } from '../src/delivery/webhook-headers.ts';
 
 /** Where the schemas are checked in. */

@@ -2,7 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import type { Logger } from 'pino';
 import type { QueriesSlice } from '../src/config/config-slices.ts';
-import type { ResultEvent } from '../src/delivery/result-event.ts';
+import type { ResultEvent } from '../src/interface/result-event.ts';
 import type { ResultSink } from '../src/delivery/result-sink.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';

@@ -6,7 +6,7 @@ import { outboundAgents } from '../src/connections/outbound-agents.ts';
 import type { DeadLetterError } from '../src/delivery/dead-letter.ts';
 import type { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
 import { DeliveryConfigError } from '../src/delivery/delivery-config-error.ts';
-import type { ResultEvent } from '../src/delivery/result-event.ts';
+import type { ResultEvent } from '../src/interface/result-event.ts';
 import { updateToDeliverySeconds } from '../src/delivery/update-to-delivery.ts';
 import {
   webhookRetryDelayMs,

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { QueryOutcome } from '../delivery/result-event.ts';
+import type { QueryOutcome } from '../interface/result-event.ts';
 import type { PollScheduleOptions } from '../queries/poll-schedule.ts';
 import { pollDelayMs } from '../queries/poll-schedule.ts';
 import { decidePoll, type EndFailure, type PollAnswer } from '../queries/query-lifecycle.ts';

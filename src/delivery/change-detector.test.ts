@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { ChangeDetector } from './change-detector.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 
 let redis: Awaited<ReturnType<typeof isolatedRedis>>;
 let detector: ChangeDetector;

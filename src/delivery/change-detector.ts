@@ -3,7 +3,7 @@ import { LuaScript } from '../queues/lua-script.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 
 /** Compares with the key's last result and records this one, in one step. */
 const CHECK = LuaScript.load(new URL('./lua/check-change.lua', import.meta.url));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ResultEventSchema } from './result-event.ts';
+import { ResultEventSchema } from '../interface/result-event.ts';
 
 /** The last thing that went wrong with a dead-lettered delivery. */
 export const DeadLetterErrorSchema = z.object({

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import type { ChangeDetector } from './change-detector.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import type { DeliveryChannel, ResultSink } from './result-sink.ts';
 import { queryKeyOf } from './webhook-delivery-store.ts';
 import { updateToDeliverySeconds } from './update-to-delivery.ts';

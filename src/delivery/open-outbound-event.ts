@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { OutboundKeyError } from './outbound-key-error.ts';
 import { OutboundEventSchema } from './outbound-event.ts';
 import { openOutbound, outboundAesKey } from './outbound-seal.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 
 /** An `OUTBOUND_KEY` as text, or the AES key `outboundAesKey` derived from it. */
 export type OutboundOpenKey = string | KeyObject;

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { ResultEventSchema, type ResultEvent } from './result-event.ts';
+import { ResultEventSchema, type ResultEvent } from '../interface/result-event.ts';
 import { sealOutbound } from './outbound-seal.ts';
 
 /**

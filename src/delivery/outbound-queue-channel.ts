@@ -4,7 +4,7 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import { sealOutboundEvent, type OutboundEvent } from './outbound-event.ts';
 import { outboundAesKey } from './outbound-seal.ts';
 import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import type { DeliveryChannel } from './result-sink.ts';
 
 /** How often, at most, waiting events past their retention are looked for (on a hand-over). */

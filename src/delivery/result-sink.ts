@@ -1,4 +1,4 @@
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 
 /**
  * Where finished queries go. The same structural interface as the query worker's `ResultSink`

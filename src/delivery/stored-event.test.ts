@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../identity/crosswalk-keys.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import { openStoredEvent, resealStoredEvent, sealStoredEvent } from './stored-event.ts';
 
 const event = (patientId: string | null): ResultEvent => ({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
-import { ResultEventSchema, type ResultEvent } from './result-event.ts';
+import { ResultEventSchema, type ResultEvent } from '../interface/result-event.ts';
 
 /**
  * A result event as it rests in Redis while it waits for the webhook or sits in a dead letter:

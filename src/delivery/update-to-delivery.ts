@@ -1,4 +1,4 @@
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 
 /** Seconds from the last record update a result covers to `now`, when the event names one. */
 export function updateToDeliverySeconds(event: ResultEvent, now: number): number | undefined {

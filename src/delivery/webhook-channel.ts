@@ -4,7 +4,7 @@ import { allPrefixes, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { DeadLetter } from './dead-letter.ts';
 import type { DeadLetterStore } from './dead-letter-store.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import type { DeliveryChannel } from './result-sink.ts';
 import { WEBHOOK_DELIVERIES, type WebhookJobData } from './webhook-deliveries-queue.ts';
 import { WebhookDeliveryJobs } from './webhook-delivery-jobs.ts';

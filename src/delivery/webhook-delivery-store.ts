@@ -2,7 +2,7 @@ import type { ChainableCommander } from 'ioredis';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import { openStoredEvent, sealStoredEvent } from './stored-event.ts';
 import { DeadLetterErrorSchema, type DeadLetterError } from './dead-letter.ts';
 

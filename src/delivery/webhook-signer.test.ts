@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import { WEBHOOK_USER_AGENT, WebhookHeadersSchema } from './webhook-headers.ts';
 import { WebhookSigner } from './webhook-signer.ts';
 

@@ -1,6 +1,6 @@
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
-import type { ResultEvent } from './result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 
 /** A signed request, ready to send: the exact body the signature covers, and its headers. */
 export interface SignedWebhook {

@@ -5,7 +5,7 @@ import { scanEach, type RedisClient } from '../queues/redis-client.ts';
 import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
 import { sealOutboundEvent } from '../delivery/outbound-event.ts';
 import { outboundAesKey } from '../delivery/outbound-seal.ts';
-import { ResultEventSchema } from '../delivery/result-event.ts';
+import { ResultEventSchema } from '../interface/result-event.ts';
 import {
   resealStoredEvent,
   StoredEventSchema,

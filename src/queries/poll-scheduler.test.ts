@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ResultEvent } from '../delivery/result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { LatencyProfiles } from './latency-profiles.ts';
 import { PollScheduler, type PollPorts, type PolledOutcome } from './poll-scheduler.ts';

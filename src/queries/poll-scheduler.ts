@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { DueSetLoop, type DueSetSchedulerOptions } from './due-set-loop.ts';
-import type { ResultEvent } from '../delivery/result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import { adaptiveDelayMs, latencyEstimateMs } from './adaptive-schedule.ts';
 import type { LeasedPoll, PollSet, PollWrite, PolledRemoteJob } from './poll-set.ts';
 import {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { QueryOutcome } from '../delivery/result-event.ts';
+import type { QueryOutcome } from '../interface/result-event.ts';
 import {
   decideBeforePoll,
   decideBeforeSubmit,

@@ -1,4 +1,4 @@
-import type { QueryOutcome } from '../delivery/result-event.ts';
+import type { QueryOutcome } from '../interface/result-event.ts';
 import type { ResultErrorCode } from './result-error-codes.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { ResultEvent, QueryOutcome } from '../delivery/result-event.ts';
+import type { ResultEvent, QueryOutcome } from '../interface/result-event.ts';
 import type { Logger } from 'pino';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { queryJobId, type QueryJobData } from './query-job.ts';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ResultEventSchema, type ResultEvent } from '../delivery/result-event.ts';
+import { ResultEventSchema, type ResultEvent } from '../interface/result-event.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { PatientConsent } from '../privacy/patient-consent.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { DueSetLoop, type DueSetSchedulerOptions } from './due-set-loop.ts';
-import type { ResultEvent } from '../delivery/result-event.ts';
+import type { ResultEvent } from '../interface/result-event.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 import type { WaitDecision } from '../records/demographics-wait.ts';
 import { adaptiveDelayMs } from './adaptive-schedule.ts';

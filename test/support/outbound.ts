@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Queue } from 'bullmq';
 import { openOutboundEvent } from '../../src/delivery/open-outbound-event.ts';
-import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../src/interface/result-event.ts';
 
 /** A fresh `OUTBOUND_KEY` (32 random bytes, base64), as `openssl rand -base64 32` makes. */
 export const newOutboundKey = (): string => randomBytes(32).toString('base64');

@@ -13,7 +13,7 @@ export interface QueryJobResult {
 import type { Config } from '../../src/config/config-schema.ts';
 import { loadConfig } from '../../src/config/load-config.ts';
 import type { OutboundQueueChannel } from '../../src/delivery/outbound-queue-channel.ts';
-import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../src/interface/result-event.ts';
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
 import type { QueryJobData } from '../../src/queries/query-job.ts';
 import { pollSetKey } from '../../src/queries/poll-set.ts';

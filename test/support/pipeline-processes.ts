@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../../src/queues/redis-client.ts';
-import type { ResultEvent } from '../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../src/interface/result-event.ts';
 import { generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
 import { CliProcess } from '../../tools/cli-process.ts';
 import { newOutboundKey, openedEvents, OUTBOUND_QUEUE_LINES } from './outbound.ts';

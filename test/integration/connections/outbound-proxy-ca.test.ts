@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.ts';
 import { serviceClientOptions } from '../../../src/config/service-client-options.ts';
 import { outboundAgents } from '../../../src/connections/outbound-agents.ts';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { WebhookClient } from '../../../src/delivery/webhook-client.ts';
 import { WebhookSigner } from '../../../src/delivery/webhook-signer.ts';
 import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';

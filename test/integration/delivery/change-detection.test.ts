@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { DeliveryFixture, makeEvent } from './delivery-fixture.ts';
 
 let fixture: DeliveryFixture | undefined;

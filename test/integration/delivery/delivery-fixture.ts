@@ -6,7 +6,7 @@ import { loadConfig } from '../../../src/config/load-config.ts';
 import { App } from '../../../src/app/compose-app.ts';
 import type { DeliveryRouting } from '../../../src/delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../../../src/delivery/dead-letter-store.ts';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { WebhookChannel } from '../../../src/delivery/webhook-channel.ts';
 import {
   deriveCrosswalkKeys,

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { WebhookSigner } from '../../../src/delivery/webhook-signer.ts';
 import { DeliveryFixture, makeEvent, newSecret } from './delivery-fixture.ts';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { QUERY_OUTCOMES } from '../../../src/delivery/result-event.ts';
+import { QUERY_OUTCOMES } from '../../../src/interface/result-event.ts';
 import type { FaultProfile } from '../../../src/simulator/fault-profile.ts';
 import { loadSchemaValidators, SCHEMA_FILES } from '../../../tools/json-schemas.ts';
 import { sampleRecord, testConfig } from '../../support/pipeline-harness.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
   FAST_FEED_PIPELINE_LINES,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.ts';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { preventIdentifier } from '../../../src/identity/prevent-identifier.ts';
 import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { startSimulator } from '../../../src/simulator/start-simulator.ts';

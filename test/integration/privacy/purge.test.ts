@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ChangeDetector } from '../../../src/delivery/change-detector.ts';
 import { OutboundQueueChannel } from '../../../src/delivery/outbound-queue-channel.ts';
-import type { ResultEvent } from '../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import type { AssembledPatient } from '../../../src/interface/assembled-patient.ts';
 import { IdempotencyStore } from '../../../src/ingest/idempotency-store.ts';
 import { createLogger } from '../../../src/observability/logger.ts';

@@ -4,7 +4,7 @@ import { App } from '../../../../src/app/compose-app.ts';
 import type { Config } from '../../../../src/config/config-schema.ts';
 import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { DeliveryRouting } from '../../../../src/delivery/create-delivery-router.ts';
-import type { ResultEvent } from '../../../../src/delivery/result-event.ts';
+import type { ResultEvent } from '../../../../src/interface/result-event.ts';
 import { WEBHOOK_DELIVERIES } from '../../../../src/delivery/webhook-deliveries-queue.ts';
 import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import { QUEUE_VIEW_PATH } from '../../../../src/ingest/queue-view/queue-view-routes.ts';
