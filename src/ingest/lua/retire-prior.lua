@@ -19,6 +19,7 @@
   Output:
     1 when the prior patient was cleared (and retired), 0 when it changed since it was read
 ]]
+--- @include "includes/retire-merged-prior"
 if tonumber(redis.call('HGET', KEYS[2], 'version') or '0') ~= tonumber(ARGV[1]) then return 0 end
 local now = redis.call('HGETALL', KEYS[1])
 local was = cjson.decode(ARGV[2])
@@ -28,10 +29,5 @@ for i = 1, #was, 2 do read[was[i]] = was[i + 1] end
 for i = 1, #now, 2 do
   if read[now[i]] ~= now[i + 1] then return 0 end
 end
-redis.call('DEL', KEYS[1])
-redis.call('HDEL', KEYS[2], 'record', 'clinical')
-if ARGV[4] == '1' then
-  redis.call('SET', KEYS[3], ARGV[3])
-  redis.call('HINCRBY', KEYS[2], 'version', 1)
-end
+retireMergedPrior(KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[4])
 return 1

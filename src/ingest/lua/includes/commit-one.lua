@@ -14,6 +14,7 @@
   {'ok', version, opted_out, {category, seq, coalesced, ...}}.
 ]]
 --- @include "../../../queries/lua/includes/schedule-query"
+--- @include "retire-merged-prior"
 local function commit_one(keys, argv)
   local mode = argv[1]
   -- A service id taken from the process's crosswalk cache or read before: the local id's lookup
@@ -69,13 +70,7 @@ local function commit_one(keys, argv)
   if argv[17] == '1' then
     local prior = redis.call('HGETALL', keys[8])
     for i = 1, #prior, 2 do redis.call('HSETNX', keys[2], prior[i], prior[i + 1]) end
-    redis.call('DEL', keys[8])
-    redis.call('HDEL', keys[9], 'record', 'clinical')
-    -- Retired: its local id now leads to the survivor, and a writer that read it before fails.
-    if argv[22] == '1' then
-      redis.call('SET', keys[10], argv[7])
-      redis.call('HINCRBY', keys[9], 'version', 1)
-    end
+    retireMergedPrior(keys[8], keys[9], keys[10], argv[7], argv[22])
   end
   -- A merge whose prior patient is in another partition: its presets, read before, come as argv[23]
   -- (field, value, …) and the prior patient is retired by a second script (see retire-prior.lua).
