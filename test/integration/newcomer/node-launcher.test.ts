@@ -19,7 +19,9 @@ const VERSION = (
 ).version;
 const PINNED = projectNode.pinnedVersion();
 
-describe('a Node.js older than engines.node (bin/project-node.cjs)', () => {
+// A fetch moves 52 MB and writes 189 MB: on a loaded machine (the whole suite on two cores) it
+// takes minutes, not the default minute. A bound, not a measure: nothing here times anything.
+describe('a Node.js older than engines.node (bin/project-node.cjs)', { timeout: 600_000 }, () => {
   it('is named in one line, by engines.node', () => {
     expect(projectNode.nodeVersionProblem('20.20.2', '>=22.22')).toBe(
       'concordance-worker needs Node.js >=22.22 and this is Node.js v20.20.2',
