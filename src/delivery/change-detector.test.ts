@@ -51,6 +51,25 @@ describe('ChangeDetector', () => {
     expect(await detector.check(same)).toBe(false);
   });
 
+  it('checks a batch in one step, in order, as one check after another would', async () => {
+    const [a1, b1] = [event(), event({ ccsr_category: 'CIR007' })];
+    const a2 = event({ concordance: { concordant: true, generated_at: 'later' } }); // the same
+    const a3 = event({ concordance: { concordant: false } });
+    expect(await detector.checkMany([a1, b1, a2, a3, a2])).toEqual([true, true, false, true, true]);
+    expect(await detector.checkMany([])).toEqual([]);
+    // The same answers event by event, on a detector of its own prefix.
+    const other = await isolatedRedis();
+    const single = new ChangeDetector({
+      redis: other.redis,
+      prefix: other.prefix,
+      ignoreFields: ['generated_at'],
+    });
+    const one = [];
+    for (const e of [a1, b1, a2, a3, a2]) one.push(await single.check(e));
+    await other.cleanup();
+    expect(one).toEqual([true, true, false, true, true]);
+  });
+
   it('never ignores the outcome, even when ignore_fields names it', async () => {
     const ignoring = new ChangeDetector({
       redis: redis.redis,

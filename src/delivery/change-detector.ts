@@ -5,8 +5,8 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import { normalizedContent } from './normalized-content.ts';
 import type { ResultEvent } from '../interface/result-event.ts';
 
-/** Compares with the key's last result and records this one, in one step. */
-const CHECK = LuaScript.load(new URL('./lua/check-change.lua', import.meta.url));
+/** Compares each result with its key's last one and records it, one step per partition. */
+const CHECK = LuaScript.load(new URL('./lua/check-changes.lua', import.meta.url));
 
 export interface ChangeDetectorOptions {
   redis: RedisClient;
@@ -50,9 +50,36 @@ export class ChangeDetector {
 
   /** Records `event` as the key's latest result; true when it differs from the previous one. */
   async check(event: ResultEvent): Promise<boolean> {
-    const prefix = patientPrefix(this.#prefix, event.patient_service_id);
-    const key = `${prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`;
-    const changed = await CHECK.run(this.#redis, [key], [this.contentHash(event), event.id]);
-    return changed === 1;
+    const [changed] = await this.checkMany([event]);
+    return changed === true;
+  }
+
+  /**
+   * {@link check} for several events, in order: one script call per partition rather than one per
+   * event (a later event of the same key is compared with the earlier one).
+   */
+  async checkMany(events: readonly ResultEvent[]): Promise<boolean[]> {
+    const byPrefix = new Map<string, number[]>();
+    events.forEach((event, i) => {
+      const prefix = patientPrefix(this.#prefix, event.patient_service_id);
+      const indexes = byPrefix.get(prefix);
+      if (indexes === undefined) byPrefix.set(prefix, [i]);
+      else indexes.push(i);
+    });
+    const changed = new Array<boolean>(events.length).fill(false);
+    await Promise.all(
+      [...byPrefix].map(async ([prefix, indexes]) => {
+        const keys: string[] = [];
+        const args: string[] = [];
+        for (const i of indexes) {
+          const event = events[i] as ResultEvent;
+          keys.push(`${prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`);
+          args.push(this.contentHash(event), event.id);
+        }
+        const answers = (await CHECK.run(this.#redis, keys, args)) as number[];
+        indexes.forEach((i, n) => (changed[i] = answers[n] === 1));
+      }),
+    );
+    return changed;
   }
 }

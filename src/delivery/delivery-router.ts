@@ -50,9 +50,8 @@ export class DeliveryRouter implements ResultSink {
    * (one bulk add for the outbound queue).
    */
   async deliverMany(events: readonly ResultEvent[]): Promise<void> {
-    const checked = await Promise.all(
-      events.map(async (event) => ({ event, changed: await this.#changes.check(event) })),
-    );
+    const answers = await this.#changes.checkMany(events);
+    const checked = events.map((event, i) => ({ event, changed: answers[i] === true }));
     const routed: ResultEvent[] = [];
     for (const { event, changed } of checked) {
       if (this.#onlyChanged && !changed) {

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { FaultyRedis } from '../../test/support/faulty-redis.ts';
 import { isolatedRedis } from '../../test/support/redis.ts';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from './crosswalk-keys.ts';
 import { Crosswalk } from './crosswalk.ts';
@@ -71,6 +72,22 @@ describe('Crosswalk (real Redis)', () => {
     expect(await crosswalk.opaqueFhirId(patientServiceId, 'Condition/abc')).toBe(opaque);
     expect(await crosswalk.fhirIdOf(patientServiceId, opaque)).toBe('Condition/abc');
     expect(await crosswalk.fhirIdOf(patientServiceId, 'ref-unknown')).toBeUndefined();
+  });
+
+  it('stores an opaque id once per process: a repeated id costs no Redis command', async () => {
+    const counted = new FaultyRedis(env.redis);
+    const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
+    const one = new Crosswalk({ redis: counted.client, prefix: env.prefix, keys });
+    const { patientServiceId } = await one.resolve('MRN-1');
+    counted.reset();
+    const opaque = await one.opaqueFhirId(patientServiceId, 'Condition/abc');
+    expect(counted.count).toBe(1);
+    expect(await one.opaqueFhirId(patientServiceId, 'Condition/abc')).toBe(opaque);
+    expect(counted.count).toBe(1);
+    // Another process with the same key derives the same id, and finds it stored.
+    const other = new Crosswalk({ redis: env.redis, prefix: env.prefix, keys });
+    expect(await other.opaqueFhirId(patientServiceId, 'Condition/abc')).toBe(opaque);
+    expect(await other.fhirIdOf(patientServiceId, opaque)).toBe('Condition/abc');
   });
 
   it('keeps the Prevent id beside the service id, sealed, until the entry goes', async () => {

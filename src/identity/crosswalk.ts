@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { LuaScript } from '../queues/lua-script.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
@@ -51,10 +52,19 @@ export interface CrosswalkOptions {
  * The hospital's own patient ids and the service ids that stand for them. The local id is looked
  * up only by its HMAC and stored only sealed (AES-256-GCM), bound to its service id.
  */
+/** Opaque FHIR ids this process has stored lately, at most (see `opaqueFhirId`). */
+const OPAQUE_IDS_KEPT = 50_000;
+
 export class Crosswalk {
   readonly #redis: RedisClient;
   readonly #space: KeySpace;
   readonly #keys: CrosswalkKeys;
+  /**
+   * `<psid>|<fhir id>` → its opaque id, once stored: a record's ids recur in every query of the
+   * patient, and each costs an HMAC, a seal and a write. A purge ends the patient's service id,
+   * so an entry never outlives what it stands for; a key rotation restarts the processes.
+   */
+  readonly #opaqueIds = new LRUCache<string, string>({ max: OPAQUE_IDS_KEPT });
 
   constructor({ redis, prefix, keys }: CrosswalkOptions) {
     this.#redis = redis;
@@ -249,12 +259,16 @@ export class Crosswalk {
    * that {@link fhirIdOf} maps back.
    */
   async opaqueFhirId(patientServiceId: string, fhirId: string): Promise<string> {
-    const opaque = `ref-${this.#keys.lookup(`${patientServiceId}|${fhirId}`).slice(0, 22)}`;
+    const cacheKey = `${patientServiceId}|${fhirId}`;
+    const known = this.#opaqueIds.get(cacheKey);
+    if (known !== undefined) return known;
+    const opaque = `ref-${this.#keys.lookup(cacheKey).slice(0, 22)}`;
     await this.#redis.hsetnx(
       `${patientPrefix(this.#space, patientServiceId)}:fhir:${patientServiceId}`,
       opaque,
       this.#keys.seal(fhirId, `fhir:${patientServiceId}`),
     );
+    this.#opaqueIds.set(cacheKey, opaque);
     return opaque;
   }
 
