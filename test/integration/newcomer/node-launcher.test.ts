@@ -91,6 +91,17 @@ describe('a Node.js older than engines.node (bin/project-node.cjs)', { timeout: 
     expect(run.stderr).toBe('');
   });
 
+  it.each([
+    ['npm run bench', 'npm run -s bench -- --help', 'usage: node bench/run-bench.ts'],
+    ['npm run chaos', 'npm run -s chaos -- --help', 'usage: node chaos/run-chaos.ts'],
+  ])('%s runs under it', async (_name, command, usage) => {
+    const run = await shell(command, ROOT, env);
+    expect(run.code, run.stderr).toBe(0);
+    // The usage goes to standard error (standard output is for the JSON), and nothing before it.
+    expect(run.stderr.split('\n')[0]).toBe(`${usage} [options]`);
+    expect(run.stdout).toBe('');
+  });
+
   it('the command run again under it passes on its exit code and the signals it gets', async () => {
     const failed = await shell('node bin/concordance-worker.js no-such-command', ROOT, env);
     expect(failed.code).toBe(2);
