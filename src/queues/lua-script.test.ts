@@ -133,12 +133,28 @@ describe('readLuaFile', () => {
       'its header must say where they go on',
     ],
     [
+      'a key named in a comment only',
+      '--[[\n  KEYS[1] k\n]]\n-- KEYS[1] is not used\nreturn 1\n',
+      'names KEYS[1], which it never uses',
+    ],
+    [
+      'a routing-only key it uses',
+      '--[[\n  KEYS[1] (routing only) k\n]]\nreturn KEYS[1]\n',
+      'which its header says it only routes by',
+    ],
+    [
       'a variadic entry not last',
       '--[[\n  KEYS[1...] k\n  KEYS[2] k\n]]\nreturn #KEYS\n',
       'only the last KEYS',
     ],
   ])('refuses %s', (_what, text, message) => {
     expect(() => readLuaFile('/s/x.lua', files({ '/s/x.lua': text }))).toThrow(message);
+  });
+
+  it('takes a key the script only routes by (its slot) when the header says so', () => {
+    const text = '--[[\n  KEYS[1] (routing only) the slot\n  ARGV[1] a\n]]\nreturn ARGV[1]\n';
+    const { keys } = readLuaFile('/s/x.lua', files({ '/s/x.lua': text }));
+    expect(keys).toEqual({ count: 1, variadic: false });
   });
 
   it.each([

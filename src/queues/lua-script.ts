@@ -18,7 +18,7 @@ export const loadedLuaFiles = new Set<string>();
  * not know it yet (`NOSCRIPT`: a new or restarted Redis, a failover, a `SCRIPT FLUSH`). In a MULTI
  * it is an ioredis command defined on the connection, which sends the source once per socket. The
  * source lives in a `.lua` file of its own whose header names each key and argument
- * (`KEYS[1] …`, `ARGV[1] …`; see {@link readLuaFile}); every call is checked against it.
+ * (`KEYS[n] …`, `ARGV[n] …`; see {@link readLuaFile}); every call is checked against it.
  */
 export class LuaScript {
   readonly name: string;

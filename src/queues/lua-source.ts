@@ -17,8 +17,14 @@ export interface LuaFile {
 
 /** The header: a block comment first in the file. */
 const HEADER = /^--\[\[([\s\S]*?)\]\]\s*\n/;
-/** `KEYS[1] the due set` / `ARGV[3...] each …` (the last may go on: `[n...]`). */
-const DECLARED = /^\s*(KEYS|ARGV)\[(\d+)(\.\.\.)?\]\s+\S/gm;
+/**
+ * A header line `KEYS[n] the due set` / `ARGV[n...] each …` (the last may go on). A key the script
+ * only routes by (its slot) and never touches reads `KEYS[n] (routing only) …`.
+ */
+const DECLARED = /^\s*(KEYS|ARGV)\[(\d+)(\.\.\.)?\]\s+(\S.*)$/gm;
+const ROUTING_ONLY = '(routing only)';
+/** Lua comments (`--[[ … ]]`, `-- …`): what they say is not what the script uses. */
+const COMMENTS = /--\[\[[\s\S]*?\]\]|--[^\n]*/g;
 /** `--- @include "../../queries/lua/includes/schedule-query"`, on a line of its own. */
 const INCLUDE = /^--- @include "([^"]+)"[ \t]*(?:\r?\n|$)/gm;
 /** A reference to one key or argument by its number. */
@@ -40,8 +46,12 @@ function arity(file: string, kind: 'KEYS' | 'ARGV', header: string, body: string
   if (declared.some((m, i) => m[3] !== undefined && i !== declared.length - 1)) {
     throw new LuaScriptError(`${file}: only the last ${kind} of the header may go on ("[n...]")`);
   }
+  const code = body.replace(COMMENTS, '');
   const used = new Set(
-    [...body.matchAll(USED)].filter((m) => m[1] === kind).map((m) => Number(m[2])),
+    [...code.matchAll(USED)].filter((m) => m[1] === kind).map((m) => Number(m[2])),
+  );
+  const routingOnly = new Set(
+    declared.filter((m) => m[4]?.startsWith(ROUTING_ONLY)).map((m) => Number(m[2])),
   );
   for (const n of used) {
     if (n > numbers.length) {
@@ -50,11 +60,16 @@ function arity(file: string, kind: 'KEYS' | 'ARGV', header: string, body: string
   }
   const count = variadic ? numbers.length - 1 : numbers.length;
   for (let n = 1; n <= count; n++) {
-    if (!used.has(n)) {
+    if (!used.has(n) && !routingOnly.has(n)) {
       throw new LuaScriptError(`${file}: its header names ${kind}[${n}], which it never uses`);
     }
+    if (used.has(n) && routingOnly.has(n)) {
+      throw new LuaScriptError(
+        `${file}: uses ${kind}[${n}], which its header says it only routes by`,
+      );
+    }
   }
-  const indexed = [...body.matchAll(new RegExp(INDEXED, 'g'))].some((m) => (m[2] ?? m[3]) === kind);
+  const indexed = [...code.matchAll(new RegExp(INDEXED, 'g'))].some((m) => (m[2] ?? m[3]) === kind);
   if (indexed && !variadic) {
     throw new LuaScriptError(
       `${file}: indexes ${kind} by a variable, so its header must say where they go on ("${kind}[n...]")`,
@@ -89,7 +104,7 @@ function includedBody(path: string, text: string): string {
  * BullMQ's `src/commands`:
  *
  * - the file starts with a block comment that says what the script does and names each key and
- *   argument on a line of its own (`KEYS[1] the due set`, `ARGV[1] now, epoch ms`; the last of
+ *   argument on a line of its own (`KEYS[n] the due set`, `ARGV[n] now, epoch ms`; the last of
  *   each may go on: `ARGV[3...] one member per argument`);
  * - `--- @include "<path>"` lines (relative, without `.lua`) pull in files of whole functions,
  *   each once, in order, includes of includes first;
@@ -99,7 +114,7 @@ export function readLuaFile(path: string, read: (path: string) => string): LuaFi
   const text = read(path);
   const header = HEADER.exec(text);
   if (header === null) {
-    throw new LuaScriptError(`${path}: a script starts with its header ("--[[ … KEYS[1] … ]]")`);
+    throw new LuaScriptError(`${path}: a script starts with its header ("--[[ … KEYS[n] … ]]")`);
   }
   const body = text.slice(header[0].length);
   const included: string[] = [];

@@ -5,7 +5,7 @@
   had begun without storing its answer (its worker died during the POST), or 'new'.
 
   Input:
-    KEYS[1] the due set of new queries (qdue), not touched: it routes the call to the
+    KEYS[1] (routing only) the due set of new queries (qdue): it sends the call to the
       partition's slot, where the coalescing hashes (keys built from the prefix) live too
     ARGV[1] the partition's prefix
     ARGV[2] the batch, JSON [{m, n}]: each query's member and its resubmissions
@@ -15,7 +15,6 @@
     'stored'), then the stored remote job JSON ('' unless stored)
 ]]
 --- @include "includes/parse-due-member"
--- KEYS[1] is not touched: it only routes the call (see the header).
 local ops = cjson.decode(ARGV[2])
 local out = {}
 for _, op in ipairs(ops) do
