@@ -102,7 +102,7 @@ must_fail lint 'a secret in the config file' 'config.service: Must not validate'
 # The templates' own checks (helm lint only logs a template's fail, so render).
 must_fail template 'both KEDA and the HPA' 'enable keda or hpa, not both' \
   --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.hpa.enabled=true
-# The KEDA redis-list trigger of 0.1 read a BullMQ list the queries no longer wait in.
+# The KEDA redis-list trigger (0.1's): one partition's wait list, blind to the due polls.
 must_fail lint 'the KEDA redis trigger of 0.1' 'worker.autoscaling.keda.trigger' \
   --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.keda.trigger=redis
 

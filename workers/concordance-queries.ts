@@ -1,17 +1,30 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { Queue } from 'bullmq';
+import {
+  DelayedError,
+  MetricsTime,
+  Queue,
+  UnrecoverableError,
+  Worker,
+  type Job,
+  type Processor,
+} from 'bullmq';
 import type { Logger } from 'pino';
 import type { QueriesSlice } from '../src/config/config-slices.ts';
 import type { ResultEvent } from '../src/interface/result-event.ts';
 import type { ResultSink } from '../src/delivery/result-sink.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
-import { DueQueries, submitHoldKey } from '../src/queries/due-queries.ts';
 import { LatencyProfiles } from '../src/queries/latency-profiles.ts';
-import { migrateQueryJobs } from '../src/queries/migrate-query-jobs.ts';
+import { OutboxRelay, type OutboxEntry } from '../src/queries/outbox-relay.ts';
 import type { PollScheduleOptions } from '../src/queries/poll-schedule.ts';
 import { PollScheduler, type PolledOutcome } from '../src/queries/poll-scheduler.ts';
 import { holdKey, PollSet } from '../src/queries/poll-set.ts';
+import {
+  queryJobOptions,
+  submissionJobId,
+  SubmissionJobDataSchema,
+  type SubmissionJobData,
+} from '../src/queries/query-job.ts';
 import type { LifecycleRules } from '../src/queries/query-lifecycle.ts';
 import type { QueryState } from '../src/queries/query-state.ts';
 import {
@@ -19,8 +32,15 @@ import {
   pollAnswerOf,
   submitFailureOf,
 } from '../src/queries/service-answers.ts';
-import { SubmitScheduler, type SubmitOutcome } from '../src/queries/submit-scheduler.ts';
+import {
+  QuerySubmission,
+  type SubmissionStep,
+  type SubmitOutcome,
+} from '../src/queries/query-submission.ts';
 import { queryPreparer } from '../src/queries/query-preparer.ts';
+import { SubmissionStore } from '../src/queries/submission-store.ts';
+import { dueSetDepth, type DueSetDepth } from '../src/queries/due-set.ts';
+import { queryOutboxKey } from '../src/queries/query-outbox.ts';
 import { PRESENCE_BEAT_MS, WorkerPresence } from '../src/queries/worker-presence.ts';
 import { AuthPause } from '../src/queues/auth-pause.ts';
 import type { KeySpace } from '../src/queues/partitions.ts';
@@ -101,34 +121,107 @@ async function deliverAll(sink: ResultSink, events: ResultEvent[]): Promise<void
   await Promise.all(events.map((event) => sink.deliver(event)));
 }
 
+/** What a submission job came to (its BullMQ return value): never a patient identifier. */
+export type SubmissionJobResult = { remote_job_id: string } | { outcome: string };
+
+/**
+ * The processor of the `concordance-queries` queue: runs one query's submission and carries out
+ * what it came to with BullMQ's own means — the job completes with the remote job's id; a
+ * transient failure is thrown for BullMQ's attempts and backoff; a 429 holds the queue
+ * (`queue.rateLimit`) and puts the job back; a refused key pauses the queue (the job waits in
+ * it); a wait for a birth date delays the job; a query that failed for good (its event delivered)
+ * fails the job with UnrecoverableError. Unit tests call it directly with real jobs.
+ */
+export function concordanceQueryProcessor(deps: {
+  submission: Pick<QuerySubmission, 'run'>;
+  queue: Pick<Queue, 'rateLimit'>;
+  /** Aborts the submissions in flight (a forced close). */
+  signal: AbortSignal;
+  logger: Logger;
+}): Processor<SubmissionJobData, SubmissionJobResult> {
+  return async (job: Job<SubmissionJobData, SubmissionJobResult>, token?: string) => {
+    const parsed = SubmissionJobDataSchema.safeParse(job.data);
+    if (!parsed.success) {
+      throw new UnrecoverableError('ERR_QUERY_JOB_DATA: the job does not name a query');
+    }
+    const data = parsed.data;
+    const step = await deps.submission.run(data, data.dueAt, deps.signal, {
+      attemptsMade: job.attemptsMade,
+      stalledCounter: job.stalledCounter,
+    });
+    return carryOut(step, job, token, deps);
+  };
+}
+
+/** Does what a submission came to, as its job. */
+async function carryOut(
+  step: SubmissionStep,
+  job: Job<SubmissionJobData, SubmissionJobResult>,
+  token: string | undefined,
+  { queue, logger }: { queue: Pick<Queue, 'rateLimit'>; logger: Logger },
+): Promise<SubmissionJobResult> {
+  switch (step.kind) {
+    case 'submitted':
+      return { remote_job_id: step.remoteJobId };
+    case 'stale':
+      return { outcome: 'stale' };
+    case 'ended':
+      if (step.failure !== undefined) {
+        throw new UnrecoverableError(`${step.failure.code}: ${step.failure.message}`);
+      }
+      return { outcome: step.outcome };
+    case 'retry':
+      throw step.error;
+    case 'rate_limited':
+      await queue.rateLimit(step.ms);
+      logger.warn({ retry_after_ms: step.ms }, 'service rate limit: holding the queue');
+      throw Worker.RateLimitError();
+    case 'paused':
+      // The queue is paused: the job goes back to wait, where it stays until the pause ends.
+      throw Worker.RateLimitError();
+    case 'later':
+      await job.moveToDelayed(step.at, token);
+      throw new DelayedError();
+  }
+}
+
 /** The concordance queries of one partition, as a worker process runs them. */
 export interface ConcordanceQueries {
   name: string;
-  /**
-   * The BullMQ queue of the design before the due sets: a worker drains what it still holds at
-   * start (see migrateQueryJobs); the refused-key pause is marked on it.
-   */
-  queue: Queue;
-  submitter: SubmitScheduler;
+  /** The partition's `concordance-queries` queue: one job per query, from its debounce to its POST. */
+  queue: Queue<SubmissionJobData, SubmissionJobResult>;
+  /** Its BullMQ worker: submits the queries. */
+  worker: Worker<SubmissionJobData, SubmissionJobResult>;
+  /** Moves opened queries from the outbox into the queue. */
+  relay: OutboxRelay;
+  /** Polls the submitted queries. */
   poller: PollScheduler;
-  /** True while both schedulers run (for /readyz). */
+  /** How full the partition's outbox is (for the gauges). */
+  outboxDepth(now: number): Promise<DueSetDepth>;
+  /** True while the relay and the poller run (for /readyz, with `worker.isRunning()`). */
   running(): boolean;
   /**
-   * Stops both schedulers; true when their work in flight was written back within the grace
-   * period (else it comes back when its leases run out).
+   * Stops the relay and the poller (the BullMQ worker is closed by its owner: `worker.close()`, or
+   * closeWorker); true when their work in flight was written back within the grace period (else
+   * it comes back when its leases run out).
    */
   stop(): Promise<boolean>;
 }
 
+/** A limiter's `max` that is never reached: the limiter only carries the 429 holds. */
+const UNLIMITED = 1_000_000_000;
+
 /**
- * The concordance queries of one partition: a query is opened by ingest in the due set of new
- * queries (`qdue`); the {@link SubmitScheduler} claims due queries in batches and submits them
- * (a run of the reserved preset `prevent` is made there and then, see docs/prevent.md);
- * the {@link PollScheduler} polls the submitted ones from the due set of polls (`qpoll`) until
- * they end. Both decide through the pure lifecycle (src/queries/query-lifecycle.ts); this file
- * only plugs in the service client, the stores and the delivery side.
+ * The concordance queries of one partition: ingest's commit script writes each opened query into
+ * the partition's outbox (`qdue`) with the record; the {@link OutboxRelay} moves it into the
+ * `concordance-queries` queue as a job delayed by what is left of its debounce; this queue's
+ * worker submits it ({@link concordanceQueryProcessor}; a run of the reserved preset `prevent` is
+ * made there and then, see docs/prevent.md); the {@link PollScheduler} polls the submitted ones
+ * from the partition's poll set (`qpoll`) until they end. Decisions are the pure lifecycle's
+ * (src/queries/query-lifecycle.ts); this file plugs in the service client, the stores, BullMQ and
+ * the delivery side.
  */
-export async function initConcordanceQueries(
+export async function initConcordanceQueriesWorker(
   deps: ConcordanceQueriesDeps,
 ): Promise<ConcordanceQueries> {
   const { config, client, state, records, crosswalk, sink, prefix, connection, metrics } = deps;
@@ -138,7 +231,10 @@ export async function initConcordanceQueries(
   const keySpace = deps.keySpace ?? prefix;
   const demographics =
     deps.demographics ?? new DemographicsWait({ redis: connection, prefix: keySpace });
-  const queue = new Queue(CONCORDANCE_QUERIES, { connection, prefix });
+  const queue = new Queue<SubmissionJobData, SubmissionJobResult>(CONCORDANCE_QUERIES, {
+    connection,
+    prefix,
+  });
   const authPause = new AuthPause(queue, connection, prefix);
   const pauseForAuth = async () => {
     if (await authPause.pause('ERR_SERVICE_AUTH')) {
@@ -154,12 +250,6 @@ export async function initConcordanceQueries(
     pauseKey: authPause.flag,
     latencyWindow: config.queries.polling.latency_window,
   });
-  const due = new DueQueries({
-    redis: connection,
-    prefix,
-    holdKey: submitHoldKey(prefix),
-    pauseKey: authPause.flag,
-  });
   const profiles = new LatencyProfiles({ source: polls, now });
   const deliver = (events: ResultEvent[]) => deliverAll(sink, events);
   const prepare = queryPreparer({
@@ -174,14 +264,12 @@ export async function initConcordanceQueries(
   const optional = <T>(key: string, value: T | undefined) =>
     value === undefined ? {} : { [key]: value };
 
-  const submitter = new SubmitScheduler({
-    due,
+  const submission = new QuerySubmission({
+    store: new SubmissionStore(connection, prefix),
     profiles,
     rules,
     schedule,
-    backoffMs: config.queries.submit_backoff_ms,
     demographicsWaitS: config.queries.demographics_wait_s,
-    claiming: { ...config.queries.dispatch, concurrency: config.queries.concurrency },
     logger: deps.logger,
     now,
     ...optional('metrics', metrics),
@@ -224,6 +312,34 @@ export async function initConcordanceQueries(
     },
   });
 
+  const jobOptions = queryJobOptions(config.queries);
+  const relay = new OutboxRelay({
+    redis: connection,
+    prefix,
+    dispatch: config.queries.dispatch,
+    logger: deps.logger,
+    now,
+    async enqueue(entries: readonly OutboxEntry[], at: number) {
+      await queue.addBulk(
+        entries.map((entry) => ({
+          name: entry.ccsrCategory,
+          data: {
+            patientServiceId: entry.patientServiceId,
+            ccsrCategory: entry.ccsrCategory,
+            seq: entry.seq,
+            resubmits: entry.resubmits,
+            dueAt: entry.dueAt,
+          },
+          opts: {
+            ...jobOptions,
+            jobId: submissionJobId(entry),
+            ...(entry.dueAt > at ? { delay: entry.dueAt - at } : {}),
+          },
+        })),
+      );
+    },
+  });
+
   const poller = new PollScheduler({
     polls,
     profiles,
@@ -259,9 +375,34 @@ export async function initConcordanceQueries(
   if (await authPause.resumeIfPaused()) {
     deps.logger.warn('resumed the queries, paused earlier for a refused API key');
   }
-  // Jobs the design before the due sets left in the old queue move to the due sets.
-  const moved = await migrateQueryJobs({ queue, redis: connection, state, prefix, now: now() });
-  if (moved > 0) deps.logger.warn({ moved }, 'moved query jobs of the old queue to the due sets');
+
+  const closing = new AbortController();
+  const lease = config.queries.dispatch.lease_ms;
+  const worker = new Worker<SubmissionJobData, SubmissionJobResult>(
+    CONCORDANCE_QUERIES,
+    concordanceQueryProcessor({ submission, queue, signal: closing.signal, logger: deps.logger }),
+    {
+      connection,
+      prefix,
+      concurrency: config.queries.concurrency,
+      autorun: false,
+      // A killed worker's submissions come back after the lease, as its polls do.
+      lockDuration: lease,
+      stalledInterval: lease,
+      // The lifecycle ends a query whose workers kept dying with it (ERR_QUERY_STALLED, with its
+      // event) one run before BullMQ would fail its job without one.
+      maxStalledCount: rules.maxStalledCount + 1,
+      // Without a limiter BullMQ ignores the queue's rate limit (`queue.rateLimit` on a 429) in
+      // every worker but the one that hit it; this one never limits by itself.
+      limiter: { max: UNLIMITED, duration: 1_000 },
+      // BullMQ's own metrics (completed and failed jobs per minute, a week of them): what the
+      // queue view, Taskforce and `queue.getMetrics` show.
+      metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
+    },
+  );
+  // Errors of the worker's own Redis calls are retried by BullMQ; they are logged once by the
+  // outage watch (run-worker.ts), not here.
+  worker.on('error', () => undefined);
 
   // This worker's presence, which `redis repartition` waits for to go.
   const presence = new WorkerPresence({ redis: connection, prefix });
@@ -271,20 +412,26 @@ export async function initConcordanceQueries(
     await presence.beat();
     heartbeat = setInterval(() => void presence.beat().catch(() => undefined), PRESENCE_BEAT_MS);
     heartbeat.unref();
-    submitter.start();
+    relay.start();
+    void worker.run().catch(() => undefined);
     poller.start();
     running = true;
   }
   return {
     name: CONCORDANCE_QUERIES,
     queue,
-    submitter,
+    worker,
+    relay,
     poller,
+    outboxDepth: (at) => dueSetDepth(connection, queryOutboxKey(prefix), at),
     running: () => running,
     async stop() {
       running = false;
       clearInterval(heartbeat);
-      const done = (await Promise.all([submitter.close(), poller.close()])).every(Boolean);
+      // The BullMQ worker is closed by its owner (WorkerRegistry.close, closeWorker: gracefully
+      // while Redis answers, forced otherwise); the relay and the poller here.
+      const done = (await Promise.all([relay.close(), poller.close()])).every(Boolean);
+      if (!done) closing.abort(new Error('closing'));
       // Without Redis the presence cannot be removed: it is not waited for (it expires by
       // itself), and the close counts as forced.
       const left = await Promise.race([

@@ -61,6 +61,11 @@ export interface PipelineResult {
      * submission and the polls, plus the bench's scheduling and its checks of the outbound queue.
      */
     bench_process_cpu_ms_per_query: number | null;
+    /**
+     * Jobs of the `concordance-queries` queue that finished (completed or failed, BullMQ's own
+     * metrics) per query: 1 per query, plus one per follow-up or resubmission.
+     */
+    submission_jobs_per_query: number | null;
   };
   bullmq_noop: {
     jobs: number;
@@ -72,6 +77,15 @@ export interface PipelineResult {
   };
   /** Pipeline queries per second / BullMQ no-op jobs per second. */
   ratio: number | null;
+}
+
+/** Finished submission jobs (BullMQ's metrics of the queue: completed + failed) per query. */
+async function submissionJobsPerQuery(queue: Queue, queries: number): Promise<number | null> {
+  const [completed, failed] = await Promise.all([
+    queue.getMetrics('completed', 0, 0),
+    queue.getMetrics('failed', 0, 0),
+  ]);
+  return round((completed.meta.count + failed.meta.count) / queries, 3);
 }
 
 /** The no-op BullMQ worker's lock: BullMQ's default, as a worker of 0.1 ran its query jobs. */
@@ -142,6 +156,7 @@ export async function pipelineScenario(
         redis_cpu_ms_per_query: perItem(redisMs, settings.queries),
         redis_commands_per_query: calls,
         bench_process_cpu_ms_per_query: perItem(benchMs, settings.queries),
+        submission_jobs_per_query: await submissionJobsPerQuery(p.queue, settings.queries),
       };
     } finally {
       await outbound.close();

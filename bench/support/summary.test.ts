@@ -21,7 +21,7 @@ function fullResults(): SummaryInput {
   return {
     pipeline: {
       settings: { queries: 5_000, noopJobs: 30_000 },
-      pipeline: { worker_cpu_ms_per_query: 1.84 },
+      pipeline: { worker_cpu_ms_per_query: 1.84, submission_jobs_per_query: 1.02 },
       bullmq_noop: { worker_cpu_ms_per_job: 0.091 },
       ratio: 0.041,
     },
@@ -66,6 +66,7 @@ describe('buildSummary', () => {
       pipeline_ratio: 0.041,
       worker_cpu_ms_per_query: 1.84,
       noop_worker_cpu_ms_per_job: 0.091,
+      submission_jobs_per_query: 1.02,
       inflight_queries: 100_000,
       inflight_worker_rss_mib_max: 612.4,
       inflight_redis_bytes_per_query: 3_144,
@@ -117,6 +118,7 @@ describe('buildSummary', () => {
       'pipeline_ratio',
       'worker_cpu_ms_per_query',
       'noop_worker_cpu_ms_per_job',
+      'submission_jobs_per_query',
       'inflight_queries',
       'inflight_worker_rss_mib_max',
       'inflight_redis_bytes_per_query',

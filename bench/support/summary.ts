@@ -35,6 +35,11 @@ export const BenchSummarySchema = z.object({
    * `worker_cpu_ms_per_query` (a query is two job activations and two HTTP calls).
    */
   noop_worker_cpu_ms_per_job: figure,
+  /**
+   * Jobs of the `concordance-queries` queue finished (completed or failed) per query in the
+   * pipeline run (BullMQ's metrics); expected: 1, plus one per follow-up.
+   */
+  submission_jobs_per_query: figure,
   /** Queries held in flight by the in-flight scenario (count; 100,000 in a full run). */
   inflight_queries: figure,
   /**
@@ -96,7 +101,10 @@ export type BenchSummary = z.infer<typeof BenchSummarySchema>;
 export interface SummaryInput {
   pipeline?: {
     settings: Pick<PipelineResult['settings'], 'queries' | 'noopJobs'>;
-    pipeline: Pick<PipelineResult['pipeline'], 'worker_cpu_ms_per_query'>;
+    pipeline: Pick<
+      PipelineResult['pipeline'],
+      'worker_cpu_ms_per_query' | 'submission_jobs_per_query'
+    >;
     bullmq_noop: Pick<PipelineResult['bullmq_noop'], 'worker_cpu_ms_per_job'>;
     ratio: number | null;
   };
@@ -214,6 +222,7 @@ export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSumma
     pipeline_ratio: pipeline?.ratio ?? null,
     worker_cpu_ms_per_query: pipeline?.pipeline.worker_cpu_ms_per_query ?? null,
     noop_worker_cpu_ms_per_job: pipeline?.bullmq_noop.worker_cpu_ms_per_job ?? null,
+    submission_jobs_per_query: pipeline?.pipeline.submission_jobs_per_query ?? null,
     inflight_queries: inflight?.settings.queries ?? null,
     inflight_worker_rss_mib_max: inflight?.worker_rss_mib.max_in_window ?? null,
     inflight_redis_bytes_per_query:

@@ -22,11 +22,12 @@ import type { Logger } from '../observability/logger.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { processRegistry } from '../observability/process-registry.ts';
 import { PresetStore } from '../presets/preset-store.ts';
+import { PollListing } from '../queries/poll-listing.ts';
 import type { PolledOutcome } from '../queries/poll-scheduler.ts';
 import { queryJobOptions } from '../queries/query-job.ts';
 import { QueryScheduler } from '../queries/query-scheduler.ts';
 import { QueryState } from '../queries/query-state.ts';
-import type { SubmitOutcome } from '../queries/submit-scheduler.ts';
+import type { SubmitOutcome } from '../queries/query-submission.ts';
 import { Partitions } from '../queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
@@ -39,7 +40,7 @@ import {
 } from '../service/create-service-client.ts';
 import { ProblemTerminology } from '../terminology/problem-terminology.ts';
 import {
-  initConcordanceQueries,
+  initConcordanceQueriesWorker,
   type ConcordanceQueries,
 } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
@@ -163,8 +164,8 @@ export class App {
   }
 
   /**
-   * The query queue of the design before the due sets, of one partition: workers drain it at
-   * start (see migrateQueryJobs) and purges still look in it.
+   * The `concordance-queries` queue of one partition (one job per query, from its debounce to its
+   * submission), as ingest's purges and the CLI open it.
    */
   queriesQueue(connection: RedisClient, partition = 0): Queue {
     return new Queue(CONCORDANCE_QUERIES, {
@@ -264,8 +265,9 @@ export class App {
 
   /**
    * What the operator's queue view shows, opened on `connection` (the ingest's queue connection):
-   * the deployment's queues as `status` lists them, opened for reading only (no meta update), and
-   * each partition's dead letters. Undefined unless `admin.queue_view.enabled`.
+   * the deployment's queues as `status` lists them, opened for reading only (no meta update),
+   * each partition's dead letters and each partition's queries being polled. Undefined unless
+   * `admin.queue_view.enabled`.
    */
   queueView(connection: RedisClient): QueueViewSource | undefined {
     if (!this.config.admin.queue_view.enabled) return undefined;
@@ -295,6 +297,11 @@ export class App {
         partition,
         prefix,
         store: new DeadLetterStore({ redis: connection, prefix, retentionDays }),
+      })),
+      polls: this.partitions.prefixes.map((prefix, partition) => ({
+        partition,
+        prefix,
+        listing: new PollListing({ redis: connection, prefix }),
       })),
       async close() {
         for (const queue of opened.values()) await queue.close();
@@ -337,10 +344,10 @@ export class App {
     });
   }
 
-  /** The concordance queries of one partition: its submit and poll schedulers. */
+  /** The concordance queries of one partition: its outbox relay, submission worker and poller. */
   queryEngine(options: QueryEngineOptions): Promise<ConcordanceQueries> {
     const { partition, ...rest } = options;
-    return initConcordanceQueries({
+    return initConcordanceQueriesWorker({
       ...rest,
       prefix: this.partitions.prefixAt(partition),
       keySpace: this.partitions,

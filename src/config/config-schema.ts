@@ -91,19 +91,13 @@ const QueriesSchema = z.strictObject({
   auth_pause_ms: z.int().positive(),
   deliver_superseded: z.boolean(),
   concurrency: z.int().min(1),
-  /**
-   * @deprecated Not read since the queries left BullMQ (a killed worker's queries come back after
-   * `dispatch.lease_ms` / `polling.lease_ms`); accepted so that configs written for 0.1 still load.
-   */
-  lock_duration_ms: z.int().min(1_000).optional(),
   /** How often a query may be leased without a written outcome (its workers died) and go on. */
   max_stalled_count: z.int().min(0),
-  /** @deprecated Not read since the queries left BullMQ; accepted so that 0.1 configs still load. */
-  failed_sweep_ms: z.int().min(100).optional(),
   /**
-   * How the workers claim due queries to submit them (see SubmitScheduler): every `interval_ms`
-   * up to `batch` (no more than `queries.concurrency` submissions in flight), leased for
-   * `lease_ms` (a killed worker's claims come due again after it).
+   * How opened queries reach the `concordance-queries` queue and are submitted (see OutboxRelay
+   * and workers/concordance-queries.ts): every `interval_ms` the relay of a partition moves up to
+   * `batch` outbox entries into the queue; `lease_ms` is the relay's lease and the submission
+   * jobs' lock (a killed worker's relay and submissions are taken over after it).
    */
   dispatch: z.strictObject({
     interval_ms: z.int().min(10),

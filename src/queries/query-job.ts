@@ -31,6 +31,38 @@ export const QueryJobDataSchema = z.object({
 });
 export type QueryJobData = z.infer<typeof QueryJobDataSchema>;
 
+/**
+ * The data of a job of the `concordance-queries` queue: which query it submits. Everything else
+ * (triggers, record, attempts) is read from the query's per-key state when the job runs, so that
+ * the coalescing and supersession rules never depend on what a job carries. No patient
+ * identifier: the patient is named by its random service id.
+ */
+export const SubmissionJobDataSchema = z.strictObject({
+  patientServiceId: z.string().min(1),
+  ccsrCategory: z.string().min(1),
+  /** The query's sequence number within its key (see QueryState). */
+  seq: z.int().positive(),
+  /** Resubmissions before this one (a remote job the service lost is submitted again). */
+  resubmits: z.int().min(0),
+  /** When the query became due (epoch ms): the end of its debounce. */
+  dueAt: z.number(),
+});
+export type SubmissionJobData = z.infer<typeof SubmissionJobDataSchema>;
+
+/**
+ * The job id of a query's submission: the query's own (its patient, category and seq), and its
+ * resubmission after it (`-r<n>`), so that adding the same submission again is the same job.
+ */
+export function submissionJobId(query: {
+  patientServiceId: string;
+  ccsrCategory: string;
+  seq: number;
+  resubmits: number;
+}): string {
+  const id = queryJobId(query.patientServiceId, query.ccsrCategory, query.seq);
+  return query.resubmits === 0 ? id : `${id}-r${query.resubmits}`;
+}
+
 /** A BullMQ job id per logical query: no colons, never all digits. */
 export function queryJobId(patientServiceId: string, category: string, seq: number): string {
   return `${queryJobIdPrefix(patientServiceId)}${category}-${seq}`;
@@ -42,8 +74,10 @@ export function queryJobIdPrefix(patientServiceId: string): string {
 }
 
 /**
- * The options of every query job: submission retries (`queries.submit_attempts`, exponential
- * backoff from `queries.submit_backoff_ms`) and bounded retention of finished jobs.
+ * The options of every submission job: retries (`queries.submit_attempts`, exponential backoff
+ * from `queries.submit_backoff_ms`, ±20 %) and bounded retention of finished jobs (completed: the
+ * last 1,000 for an hour; failed: the last 10,000 for 7 days), so that the queue view and
+ * `status` show what happened.
  */
 export function queryJobOptions(queries: {
   submit_attempts: number;

@@ -10,9 +10,9 @@ import { prepareForService } from '../records/prepare-for-service.ts';
 import { buildPreventPayload } from '../records/prevent-payload.ts';
 import type { RecordStore, StoredRecord } from '../records/record-store.ts';
 import type { ServiceClient } from '../service/create-service-client.ts';
-import type { ClaimedQuery } from './due-queries.ts';
+import type { ClaimedQuery } from './submission-store.ts';
 import { PREVENT_NOT_CONFIGURED, PreventNotConfiguredError, runPrevent } from './prevent-run.ts';
-import type { Prepared } from './submit-scheduler.ts';
+import type { Prepared } from './query-submission.ts';
 
 export interface QueryPreparerDeps {
   /** `privacy.*` and `prevent.*`. */

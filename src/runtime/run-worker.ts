@@ -148,7 +148,8 @@ export async function runWorker(
       registry.add(entry);
       served.push({ queue: entry.queue, partition });
     };
-    // The query engine (submit and poll schedulers) and the webhook worker of each partition served.
+    // The concordance queries (outbox relay, submission worker, poller) and the webhook worker of
+    // each partition served.
     for (const p of servedPartitions(config)) {
       const log = partitions.count > 1 ? logger.child({ partition: p }) : logger;
       const queries = await app.queryEngine({
@@ -160,11 +161,9 @@ export async function runWorker(
         logger: log,
         demographics,
       });
-      // The query queue of the design before the due sets is not watched: it only drains.
-      registry.add(queries);
-      outages.listen(queries.name, queries.queue);
+      add(queries, p);
       dueSets.push(
-        { set: 'submit', partition: p, depth: (now) => queries.submitter.depth(now) },
+        { set: 'submit', partition: p, depth: (now) => queries.outboxDepth(now) },
         { set: 'poll', partition: p, depth: (now) => queries.poller.depth(now) },
       );
       if (config.delivery.webhook.url !== null) {

@@ -5,13 +5,13 @@ import { closeWorker, settlesWithin, type WorkerCloseOutcome } from './close-wor
 export interface QueueWorker {
   name: string;
   queue: Queue;
-  /** The BullMQ worker (the webhook deliveries'); the queries run without one. */
+  /** The BullMQ worker (closed with closeWorker). */
   worker?: Worker;
-  /** True while it runs, for an entry without a BullMQ worker. @defaultValue true */
+  /** True while what runs beside the BullMQ worker runs. @defaultValue true */
   running?: () => boolean;
   /**
-   * Stops what runs without a BullMQ worker (the queries' schedulers); false when it had to leave
-   * work in flight (Redis unreachable: it comes back when its leases run out).
+   * Stops what runs beside the BullMQ worker (the queries' relay and poller); false when it had
+   * to leave work in flight (Redis unreachable: it comes back when its leases run out).
    */
   stop?: () => Promise<boolean>;
 }
@@ -45,7 +45,7 @@ export class WorkerRegistry {
   allRunning(): boolean {
     return (
       this.#entries.length > 0 &&
-      this.#entries.every((e) => e.worker?.isRunning() ?? e.running?.() ?? true)
+      this.#entries.every((e) => (e.worker?.isRunning() ?? true) && (e.running?.() ?? true))
     );
   }
 

@@ -3,7 +3,8 @@ import type { RedisClient } from '../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { ConcordanceQueries, ResultSink } from '../../workers/concordance-queries.ts';
 import type { PolledOutcome } from '../../src/queries/poll-scheduler.ts';
-import type { SubmitOutcome } from '../../src/queries/submit-scheduler.ts';
+import { queryOutboxKey } from '../../src/queries/query-outbox.ts';
+import type { SubmitOutcome } from '../../src/queries/query-submission.ts';
 
 /** How a query ended, as tests read it. */
 export interface QueryJobResult {
@@ -312,12 +313,39 @@ export class PipelineHarness {
       );
     }
     const close = async () => {
-      await Promise.all(started.map((entry) => entry.stop()));
+      await Promise.all(
+        started.map(async (entry) => {
+          await entry.stop();
+          await entry.worker.close();
+        }),
+      );
       for (const { queue } of started) await queue.close();
       connection.disconnect();
     };
     this.#closers.unshift(close);
     return { close };
+  }
+
+  /**
+   * The concordance queries of one partition as another worker process would have them, not
+   * running: a test takes their jobs itself (`worker.getNextJob`). Closed with the harness.
+   */
+  async idleQueries(partition = 0): Promise<ConcordanceQueries> {
+    const connection = workerConnection(this.endpoint, 'test-idle-worker');
+    const queries = await this.app.queryEngine({
+      connection,
+      partition,
+      client: this.app.serviceClient({ baseUrl: this.simulator.url, apiKey: API_KEY }),
+      sink: this.outbound,
+      autorun: false,
+    });
+    this.#closers.unshift(async () => {
+      await queries.stop();
+      await queries.worker.close(true);
+      await queries.queue.close();
+      connection.disconnect();
+    });
+    return queries;
   }
 
   #record(ended: { result: QueryJobResult; data: QueryJobData; partition: number }): void {
@@ -387,6 +415,20 @@ export class PipelineHarness {
   /** The query queue of a patient's partition. */
   queueOf(patientServiceId: string): Queue {
     return this.queues[this.partitions.indexOf(patientServiceId)] as Queue;
+  }
+
+  /** Opened queries not yet added to a queue, over every partition's outbox. */
+  async outboxSize(): Promise<number> {
+    const sizes = await Promise.all(
+      this.partitions.prefixes.map((prefix) => this.redis.zcard(queryOutboxKey(prefix))),
+    );
+    return sizes.reduce((a, b) => a + b, 0);
+  }
+
+  /** The jobs every partition's query queue holds, in any state. */
+  async queryJobs(): Promise<number> {
+    const counts = await Promise.all(this.queues.map((queue) => queue.getJobCounts()));
+    return counts.flatMap((c) => Object.values(c)).reduce((a, b) => a + b, 0);
   }
 
   /** Queries waiting for a poll (or being polled), over every partition's due set of polls. */

@@ -1,7 +1,11 @@
+import { Queue } from 'bullmq';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
 import { MAX_PARTITIONS } from '../../config/redis-partitioning.ts';
+import { migrateQueryJobs } from '../../queries/migrate-query-jobs.ts';
+import { QueryState } from '../../queries/query-state.ts';
 import { Partitions } from '../../queues/partitions.ts';
+import { CONCORDANCE_QUERIES } from '../../queues/queue-names.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { repartition } from '../../runtime/repartition.ts';
 import { StartupError } from '../../config/startup-error.ts';
@@ -58,6 +62,43 @@ export function registerRedisCommand(program: Command): void {
               : `done: start the pipeline with REDIS_PARTITIONS=${to.count}`,
           ].join('\n') + '\n',
         );
+      } finally {
+        await connection.quit();
+      }
+    });
+  redis
+    .command('migrate-query-jobs')
+    .description(
+      'move the query jobs of 0.1 still in concordance-queries into the outbox and the poll set (CHANGELOG, 0.3 upgrade); run once with the workers stopped; safe to run again',
+    )
+    .option('--dry-run', 'count what would move and change nothing')
+    .action(async (options: { dryRun?: boolean }) => {
+      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      const partitions = Partitions.of(config.redis);
+      const connection = requestConnection(config.redis, 'cw-migrate', {
+        enableOfflineQueue: true,
+      });
+      const state = new QueryState({ redis: connection, prefix: partitions });
+      const lines: string[] = [];
+      try {
+        for (const prefix of partitions.prefixes) {
+          const queue = new Queue(CONCORDANCE_QUERIES, { connection, prefix });
+          try {
+            const moved = await migrateQueryJobs({
+              queue,
+              redis: connection,
+              state,
+              prefix,
+              now: Date.now(),
+              dryRun: options.dryRun === true,
+            });
+            lines.push(`${prefix}: to the outbox ${moved.outbox}, to the poll set ${moved.polls}`);
+          } finally {
+            await queue.close();
+          }
+        }
+        lines.push(options.dryRun === true ? 'dry run: nothing changed' : 'done');
+        process.stdout.write(lines.join('\n') + '\n');
       } finally {
         await connection.quit();
       }

@@ -14,6 +14,7 @@ import { UnauthorizedError } from '../errors/unauthorized-error.ts';
 import { bearerTokenOf } from '../hooks/bearer-auth.ts';
 import { DeadLetterAdapter } from './dead-letter-adapter.ts';
 import { loginPage } from './login-page.ts';
+import { PollsAdapter } from './polls-adapter.ts';
 import { QueueViewSessions } from './queue-view-session.ts';
 import type { QueueViewPlace, QueueViewSource } from './queue-view-source.ts';
 
@@ -46,7 +47,7 @@ const VIEW_HEADERS = {
 
 const DESCRIPTIONS: Record<string, string> = {
   [CONCORDANCE_QUERIES]:
-    'Query jobs of the design before the due sets: the workers drain it at start, so it is normally empty.',
+    'One job per query, from its debounce to its submission (delayed while it debounces; completed with the remote job id, then polled: see query-polls).',
   [WEBHOOK_DELIVERIES]:
     'One job per result event on its way to the webhook: delayed while it waits for its line or backs off. A given-up delivery leaves it for the dead letters.',
 };
@@ -90,10 +91,11 @@ const boardPrefix = (place: QueueViewPlace) => `${place.prefix}:`;
 
 /**
  * The operator's queue view (bull-board) under {@link QUEUE_VIEW_PATH}: every queue of the
- * deployment and each partition's dead letters, read-only, behind the view's own tokens. A browser
- * signs in at `/login` with a token and gets a session cookie (see {@link QueueViewSessions});
- * scripts may send `Authorization: Bearer <token>` instead. Without either, pages redirect to the
- * login form and everything else answers 401. Register it with `prefix: QUEUE_VIEW_PATH`.
+ * deployment, each partition's queries being polled and its dead letters, read-only, behind the
+ * view's own tokens. A browser signs in at `/login` with a token and gets a session cookie (see
+ * {@link QueueViewSessions}); scripts may send `Authorization: Bearer <token>` instead. Without
+ * either, pages redirect to the login form and everything else answers 401. Register it with
+ * `prefix: QUEUE_VIEW_PATH`.
  */
 export async function queueViewRoutes(
   app: FastifyInstance,
@@ -147,8 +149,17 @@ export async function queueViewRoutes(
         displayName: `dead letters${suffix(place)}`,
       }),
   );
+  const polls = source.polls.map(
+    (place) =>
+      new PollsAdapter({
+        listing: place.listing,
+        prefix: boardPrefix(place),
+        displayName: `query polls${suffix(place)}`,
+      }),
+  );
   const opened = new Map<string, BaseAdapter>();
-  // The deployment's queues as they are now (one may appear later), then the dead letters.
+  // The deployment's queues as they are now (one may appear later), then the polls and the dead
+  // letters.
   const refresh = async () => {
     const adapters = (await source.queues()).map((place) => {
       const key = `${place.prefix}:${place.queue.name}`;
@@ -166,7 +177,7 @@ export async function queueViewRoutes(
       }
       return adapter;
     });
-    board.replaceQueues([...adapters, ...deadLetters]);
+    board.replaceQueues([...adapters, ...polls, ...deadLetters]);
   };
 
   app.addHook('onRequest', async (request, reply) => {

@@ -1,5 +1,6 @@
 import type { Queue } from 'bullmq';
 import type { DeadLetterStore } from '../../delivery/dead-letter-store.ts';
+import type { PollListing } from '../../queries/poll-listing.ts';
 
 /** Where a queue or a store of the view lives: its partition and that partition's key prefix. */
 export interface QueueViewPlace {
@@ -9,7 +10,8 @@ export interface QueueViewPlace {
 
 /**
  * What the queue view shows, as the composition root opens it (`App.queueView`): the BullMQ
- * queues of the deployment and each partition's dead letters, opened for reading only.
+ * queues of the deployment, each partition's dead letters and each partition's queries being
+ * polled, opened for reading only.
  */
 export interface QueueViewSource {
   /** `redis.partitions`. */
@@ -21,6 +23,8 @@ export interface QueueViewSource {
   queues(): Promise<(QueueViewPlace & { queue: Queue })[]>;
   /** Each partition's dead letters (read as summaries, without the crosswalk keys). */
   deadLetters: readonly (QueueViewPlace & { store: DeadLetterStore })[];
+  /** Each partition's queries being polled (its poll set, read a page at a time). */
+  polls: readonly (QueueViewPlace & { listing: PollListing })[];
   /** Closes the queues it opened (not the connection, which is the caller's). */
   close(): Promise<void>;
 }

@@ -1,19 +1,19 @@
 --[[
-  Writes back the outcomes of claimed queries of one partition's due set of new queries (qdue):
-  - 'end' (ended, superseded, stale): the query is forgotten (out of the due set, its per-seq
-    fields deleted);
-  - a query whose claim is gone meanwhile (no `c:<seq>`) just leaves the due set;
-  - 'retry' (a transient failure): one more failed attempt (`f:<seq>`), its begun submission
-    (`s:<seq>`) and leases (`l:<seq>`) cleared, due again at `at`;
-  - 'later' (held for a rate limit or a refused key, waiting for a birth date): its leases
-    cleared, due again at `at` without an attempt counted; with `a` (an answer came that created
-    no job) its begun submission is cleared too.
+  Writes back the outcomes of queries claimed for their submission that were not submitted:
+  - 'end' (ended, superseded, stale): the query is forgotten (out of the outbox if it is still
+    there, its per-seq fields deleted);
+  - 'retry' (a transient failure; its job is retried with backoff): one more failed attempt
+    (`f:<seq>`), its begun submission (`s:<seq>`) and runs (`l:<seq>`) cleared;
+  - 'later' (held for a rate limit or a refused key, waiting for a birth date; its job runs
+    again later): its runs cleared, no attempt counted; with `a` (an answer came that created no
+    job) its begun submission is cleared too.
+  A query whose claim is gone meanwhile (no `c:<seq>`: it ended elsewhere) is left as it is.
 
   Input:
-    KEYS[1] the due set of new queries (qdue)
+    KEYS[1] the outbox of opened queries (qdue)
     ARGV[1] the partition's prefix (the coalescing hashes' keys are built from it, same tag)
-    ARGV[2] the outcomes, JSON [{m, k, at?, a?}]: member, kind ('end', 'retry' or 'later'),
-      when due again (epoch ms), abandoned (1)
+    ARGV[2] the outcomes, JSON [{m, k, a?}]: member, kind ('end', 'retry' or 'later'),
+      abandoned (1)
 
   Output:
     the number of outcomes
@@ -25,13 +25,10 @@ for _, op in ipairs(ops) do
   local _, _, seq, qs = parseDueMember(ARGV[1], op.m)
   if op.k == 'end' then
     forgetDueQuery(KEYS[1], qs, op.m, seq)
-  elseif redis.call('HEXISTS', qs, 'c:' .. seq) == 0 then
-    redis.call('ZREM', KEYS[1], op.m)
-  else
+  elseif redis.call('HEXISTS', qs, 'c:' .. seq) == 1 then
     if op.k == 'retry' then redis.call('HINCRBY', qs, 'f:' .. seq, 1) end
     if op.k == 'retry' or op.a then redis.call('HDEL', qs, 's:' .. seq) end
     redis.call('HDEL', qs, 'l:' .. seq)
-    redis.call('ZADD', KEYS[1], 'XX', op.at, op.m)
   end
 end
 return #ops

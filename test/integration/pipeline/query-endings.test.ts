@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DueQueries, submitHoldKey } from '../../../src/queries/due-queries.ts';
+import { queryOutboxKey } from '../../../src/queries/query-outbox.ts';
+import { SubmissionStore } from '../../../src/queries/submission-store.ts';
 import { eventually } from '../../support/eventually.ts';
 import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
 
@@ -81,22 +82,15 @@ describe('every query ends with an event', () => {
       sampleRecord('stall'),
       'ev-1',
     );
-    // The patient's partition's due set (the only one without partitions).
+    // The patient's partition (the only one without partitions).
     const prefix = harness.partitions.prefixOf(patientServiceId);
-    const due = new DueQueries({
-      redis: harness.redis,
-      prefix,
-      holdKey: submitHoldKey(prefix),
-      pauseKey: `${prefix}:not-paused`,
-    });
-    // Two workers claim the query and die holding it: their claims are never written back, and
-    // their leases (ending at once here) run out.
+    const store = new SubmissionStore(harness.redis, prefix);
+    // Two workers claim the query's submission and die with it: nothing is ever written back.
+    const query = { patientServiceId, ccsrCategory: 'END002', seq: 1 };
     for (let dead = 0; dead < 2; dead++) {
-      await eventually(
-        () => due.claim(Date.now(), Date.now(), [randomUUID()]),
-        (claimed) => claimed.length === 1,
-        { timeoutMs: 10_000 },
-      );
+      expect(await store.claim(query, Date.now(), randomUUID())).toMatchObject({
+        leases: dead + 1,
+      });
     }
     await harness.startWorker();
 
@@ -110,8 +104,8 @@ describe('every query ends with an event', () => {
       error: { code: 'ERR_QUERY_STALLED' },
       ccsr_category: 'END002',
     });
-    // Ended, and forgotten: nothing is left due.
-    expect(await harness.redis.zcard(due.key)).toBe(0);
+    // Ended, and forgotten: nothing is left in the outbox.
+    expect(await harness.redis.zcard(queryOutboxKey(prefix))).toBe(0);
     expect(await harness.submissions()).toHaveLength(0);
   });
 });

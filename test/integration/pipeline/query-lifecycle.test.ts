@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { submitHoldKey } from '../../../src/queries/due-queries.ts';
+import { eventually } from '../../support/eventually.ts';
 import { AuthPause } from '../../../src/queues/auth-pause.ts';
 import { startHeaderStrippingProxy } from '../../support/header-stripping-proxy.ts';
 import {
@@ -151,10 +151,10 @@ describe('the query pipeline (real Redis, local Clinical Graph Service)', () => 
       sampleRecord('limited'),
       'ev-1',
     );
-    // The hold of the patient's partition (the only one without partitions).
-    const hold = submitHoldKey(harness.partitions.prefixOf(patientServiceId));
+    // BullMQ's rate limit of the patient's partition's queue (the only one without partitions).
+    const queue = harness.queueOf(patientServiceId);
     await harness.logs.waitFor((e) => e.msg === 'service rate limit: holding the queue');
-    expect(await harness.redis.pttl(hold)).toBeGreaterThan(0);
+    expect(await queue.getRateLimitTtl()).toBeGreaterThan(0);
     await harness.untilOutcomes(1);
 
     const submissions = await harness.submissions();
@@ -162,6 +162,38 @@ describe('the query pipeline (real Redis, local Clinical Graph Service)', () => 
     const held = harness.logs.lines.find((l) => l.includes('holding the queue'));
     expect(JSON.parse(held ?? '{}')).toMatchObject({ retry_after_ms: 2_000 });
     expect(harness.outcomes[0]?.result.outcome).toBe('completed');
+  });
+
+  it('a 429 holds the queue for every worker of the partition, not only the one it answered', async () => {
+    harness = await PipelineHarness.start({
+      faults: {
+        routes: { 'POST /v1/concordance': { rate_limit_rate: 1, retry_after_s: 600, times: 1 } },
+      },
+    });
+    await harness.startWorker();
+    const { patientServiceId } = await harness.update(
+      'MRN-429-ALL',
+      ['END002'],
+      sampleRecord('limited'),
+      'ev-1',
+    );
+    const partition = harness.partitions.indexOf(patientServiceId);
+    const queue = harness.queueOf(patientServiceId);
+    await harness.logs.waitFor((e) => e.msg === 'service rate limit: holding the queue');
+    // The held job is back in the queue, waiting.
+    await eventually(
+      () => queue.getJobCounts('wait'),
+      (counts) => counts.wait === 1,
+    );
+    // Another worker of the partition takes nothing while the hold lasts…
+    const other = await harness.idleQueries(partition);
+    expect(await other.worker.getNextJob('other-worker', { block: false })).toBeUndefined();
+    // …and waits out the hold it was told of. Once the hold is lifted, a worker takes the job.
+    await queue.removeRateLimitKey();
+    const later = await harness.idleQueries(partition);
+    const job = await later.worker.getNextJob('later-worker', { block: false });
+    expect(job?.name).toBe('END002');
+    expect(job?.data).toMatchObject({ patientServiceId, ccsrCategory: 'END002', seq: 1 });
   });
 
   it.each([

@@ -20,7 +20,7 @@ const CATEGORIES = ['END002', 'CIR007', 'RSP009'];
  * (service.retry.limit + 1): a live worker's slow POST (1.5 s added here, more on a loaded machine)
  * must not outlast its lease, or the claim would come due again while it is still under way.
  */
-function crashConfigFile(): string {
+function crashConfigFile({ batch = 5 } = {}): string {
   const path = join(mkdtempSync(join(tmpdir(), 'cw-crash-')), 'config.yaml');
   writeFileSync(
     path,
@@ -32,7 +32,7 @@ function crashConfigFile(): string {
       '  debounce_ms: 100',
       '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 120000 }',
       '  polling: { interval_ms: 20, batch: 5, concurrency: 20, lease_ms: 6000, latency_window: 64 }',
-      '  dispatch: { interval_ms: 20, batch: 5, lease_ms: 6000 }',
+      `  dispatch: { interval_ms: 20, batch: ${batch}, lease_ms: 6000 }`,
       '  concurrency: 20',
       ...OUTBOUND_QUEUE_LINES,
     ].join('\n'),
@@ -87,8 +87,8 @@ describe('a worker process killed with SIGKILL', () => {
     return worker;
   };
 
-  const updateAll = async () => {
-    for (let i = 0; i < QUERIES / CATEGORIES.length; i++) {
+  const updateAll = async (from = 0, to = QUERIES / CATEGORIES.length) => {
+    for (let i = from; i < to; i++) {
       // The age tells the patients' submissions apart (the worker's config drops the marker).
       const record = sampleRecord(`crash-${i}`, {
         demographics: { age: 30 + i, gender: 'female', race: 'unknown' },
@@ -140,6 +140,30 @@ describe('a worker process killed with SIGKILL', () => {
     expect([second, third].some((w) => w.lines.some((l) => l.includes('query finished')))).toBe(
       true,
     );
+  }, 120_000);
+
+  it('during the relay: the outbox is moved on by the next worker, every query added and submitted once', async () => {
+    harness = await PipelineHarness.start({ latencyMs: [200, 400] });
+    // One entry per relay round, so that the relay is at work while updates come in.
+    const config = crashConfigFile({ batch: 1 });
+    const first = await work(config);
+    const patients = QUERIES / CATEGORIES.length;
+    await updateAll(0, patients / 2);
+    // The relay is moving the outbox: the first queries are jobs of the queue already.
+    await eventually(
+      () => harness.queryJobs(),
+      (jobs) => jobs > 0,
+    );
+    // The rest of the updates arrive while the worker is killed, and while no worker runs.
+    const rest = updateAll(patients / 2, patients);
+    expect(await first.stop('SIGKILL')).toBeNull();
+    await rest;
+
+    // The killed worker held the partitions' relay leases: the next one takes over after them.
+    await work(config);
+    await expectAllCompleted();
+    expect(await harness.submissions()).toHaveLength(QUERIES);
+    expect(await harness.outboxSize()).toBe(0);
   }, 120_000);
 
   it('during a submission batch: every query completes; only a POST under way at the kill is sent again', async () => {

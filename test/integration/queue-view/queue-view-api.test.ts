@@ -2,16 +2,19 @@ import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { WEBHOOK_DELIVERIES } from '../../../src/delivery/webhook-deliveries-queue.ts';
+import { QUERY_POLLS } from '../../../src/ingest/queue-view/polls-adapter.ts';
 import {
   QUEUE_VIEW_COOKIE,
   QUEUE_VIEW_LOGIN,
 } from '../../../src/ingest/queue-view/queue-view-routes.ts';
+import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
 import { formatOpenApi, OPENAPI_FILE } from '../../../tools/write-openapi.ts';
 import { startHarness } from '../ingest/support/ingest-harness.ts';
 import {
   boardName,
   INGEST_TOKEN,
   PLANTED_PATIENT_ID,
+  type PolledQuery,
   startQueueViewStack,
   type QueueViewStack,
   VIEW_TOKEN,
@@ -22,6 +25,7 @@ interface BoardJob {
   name: string;
   data: unknown;
   failedReason: string;
+  returnValue: unknown;
 }
 interface BoardQueue {
   name: string;
@@ -40,12 +44,24 @@ let stack: QueueViewStack;
 let dead: ResultEvent;
 /** An event of partition 1, whose webhook queue has no worker here: its job stays waiting. */
 let waiting: ResultEvent;
+/**
+ * A query opened by a record update of the planted local patient id through the ingest API,
+ * submitted, and polled (the service keeps its job running).
+ */
+let polled: PolledQuery;
+/** The board's names of the partition of the polled query: its polls, its query queue. */
+let pollsName: string;
+let queriesName: string;
 
 beforeAll(async () => {
   stack = await startQueueViewStack({ partitions: 2 });
   dead = await stack.deadLetter();
   waiting = stack.event(1);
   await stack.routing.router.deliver(waiting);
+  polled = await stack.submitted(await stack.update(PLANTED_PATIENT_ID, 'END002'));
+  const prefix = stack.prefixes[stack.app.partitions.indexOf(polled.patientServiceId)] as string;
+  pollsName = boardName(prefix, QUERY_POLLS);
+  queriesName = boardName(prefix, CONCORDANCE_QUERIES);
 });
 afterAll(() => stack?.close());
 
@@ -74,6 +90,74 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
     expect(byName.get(boardName(p0, WEBHOOK_DELIVERIES))?.displayName).toBe(
       `${WEBHOOK_DELIVERIES} · partition 0`,
     );
+    // One query is being polled: due now (waiting) or later (delayed), in its own partition.
+    const polling = (name: string) => {
+      const counts = byName.get(name)?.counts ?? {};
+      return (counts.waiting ?? 0) + (counts.delayed ?? 0);
+    };
+    expect(stack.prefixes.map((p) => polling(boardName(p, QUERY_POLLS))).sort()).toEqual([0, 1]);
+    expect(polling(pollsName)).toBe(1);
+    expect(byName.get(pollsName)?.statuses).toEqual(['latest', 'waiting', 'delayed']);
+  });
+
+  it('shows the query being polled: its category and remote job id, polls, next poll; no service id', async () => {
+    const { text, queues } = await boardQueues(
+      `?activeQueue=${encodeURIComponent(pollsName)}&status=latest&page=1&jobsPerPage=10`,
+    );
+    const [job, ...others] = queues.find((q) => q.name === pollsName)?.jobs ?? [];
+    expect(others).toEqual([]);
+    expect(job).toMatchObject({
+      id: polled.remoteJobId,
+      name: 'END002',
+      data: {
+        ccsr_category: 'END002',
+        remote_job_id: polled.remoteJobId,
+        query_id: polled.queryId,
+        polls: expect.any(Number),
+        next_poll_at: expect.any(String),
+        submitted_at: expect.any(String),
+        age_s: expect.any(Number),
+        resubmits: 0,
+      },
+    });
+    const path = `/api/queues/${encodeURIComponent(pollsName)}/${encodeURIComponent(polled.remoteJobId)}`;
+    const detail = await get(path);
+    expect(detail.status).toBe(200);
+    const detailText = await detail.text();
+    const { status } = JSON.parse(detailText) as { status: string };
+    expect(['waiting', 'delayed']).toContain(status);
+    expect(JSON.parse(detailText)).toMatchObject({
+      job: { id: polled.remoteJobId, name: 'END002' },
+    });
+    expect((await get(`/api/queues/${encodeURIComponent(pollsName)}/no-such-job`)).status).toBe(
+      404,
+    );
+    // The job page's other reads: no logs, and no flow (the poll is in none).
+    const logs = await get(`${path}/logs`);
+    expect(logs.status).toBe(200);
+    expect(await logs.json()).toEqual([]);
+    const flow = await get(`${path}/flow`);
+    expect(flow.status).toBe(200);
+    expect(await flow.json()).toMatchObject({ flowRoot: null, isFlowNode: false });
+    for (const body of [text, detailText]) {
+      expect(body).not.toContain(polled.patientServiceId);
+      expect(body).not.toContain(PLANTED_PATIENT_ID);
+    }
+  });
+
+  it('shows the query’s submission job as completed in concordance-queries, with the remote job id', async () => {
+    const { queues } = await boardQueues(
+      `?activeQueue=${encodeURIComponent(queriesName)}&status=completed&page=1&jobsPerPage=10`,
+    );
+    const queue = queues.find((q) => q.name === queriesName);
+    expect(queue?.counts.completed).toBe(1);
+    expect(queue?.jobs).toEqual([
+      expect.objectContaining({
+        id: polled.jobId,
+        name: 'END002',
+        returnValue: { remote_job_id: polled.remoteJobId },
+      }),
+    ]);
   });
 
   it('shows the dead letter as a failed job: event, channel, last error; no patient', async () => {
@@ -124,12 +208,15 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
     const [p0, p1] = stack.prefixes as [string, string];
     const outbound = boardName(p0, stack.config.delivery.outbound_queue.name);
     // The jobs looked at: both events in the outbound queue, the waiting webhook delivery, the
-    // dead letter (a test that saw no job could not fail).
+    // dead letter, the polled query and its submission job (a test that saw no job could not
+    // fail).
     expect([...seenJobs].sort()).toEqual(
       expect.arrayContaining([
         `${outbound} ${dead.id}`,
         `${outbound} ${waiting.id}`,
         `${boardName(p0, 'dead-letters')} ${dead.id}`,
+        `${pollsName} ${polled.remoteJobId}`,
+        `${queriesName} ${polled.jobId}`,
       ]),
     );
     expect([...seenJobs].some((job) => job.startsWith(boardName(p1, WEBHOOK_DELIVERIES)))).toBe(
@@ -141,6 +228,8 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
   it('is read-only: the board’s changes answer 405 and change nothing', async () => {
     const name = encodeURIComponent(boardName(stack.prefixes[1] as string, WEBHOOK_DELIVERIES));
     const deadLetters = encodeURIComponent(boardName(stack.prefixes[0] as string, 'dead-letters'));
+    const polls = encodeURIComponent(pollsName);
+    const remoteJob = encodeURIComponent(polled.remoteJobId);
     const changes: [string, string][] = [
       ['PUT', `/api/queues/${name}/clean/waiting`],
       ['PUT', `/api/queues/${name}/empty`],
@@ -150,6 +239,12 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
       ['POST', `/api/queues/${name}/add`],
       ['PUT', `/api/queues/${deadLetters}/${dead.id}/retry`],
       ['PUT', `/api/queues/${deadLetters}/retry/failed`],
+      ['PUT', `/api/queues/${polls}/${remoteJob}/promote`],
+      ['PUT', `/api/queues/${polls}/${remoteJob}/clean`],
+      ['PUT', `/api/queues/${polls}/promote`],
+      ['PUT', `/api/queues/${polls}/clean/delayed`],
+      ['PUT', `/api/queues/${polls}/empty`],
+      ['PUT', `/api/queues/${polls}/pause`],
     ];
     for (const [method, path] of changes) {
       const response = await fetch(stack.at(path), {
@@ -164,6 +259,8 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
     const byName = new Map(queues.map((q) => [q.name, q]));
     expect(byName.get(decodeURIComponent(name))?.counts.waiting).toBe(1);
     expect(byName.get(decodeURIComponent(deadLetters))?.counts.failed).toBe(1);
+    const pollCounts = byName.get(pollsName)?.counts ?? {};
+    expect((pollCounts.waiting ?? 0) + (pollCounts.delayed ?? 0)).toBe(1);
   });
 
   it('leaves the ingest API’s OpenAPI description as checked in (docs/openapi.json)', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WEBHOOK_DELIVERIES } from '../../../src/delivery/webhook-deliveries-queue.ts';
+import { QUERY_POLLS } from '../../../src/ingest/queue-view/polls-adapter.ts';
 import { QUEUE_VIEW_COOKIE } from '../../../src/ingest/queue-view/queue-view-routes.ts';
 import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
 import {
@@ -41,7 +42,7 @@ async function launchChromium(profile: string): Promise<BrowserContext> {
 }
 
 describe('queue view in Chromium', () => {
-  it('signs in with the queue-view token and shows every queue and the dead letter; without it the page redirects to sign-in and the API answers 401', async () => {
+  it('signs in with the queue-view token and shows every queue, the queries and their polls, and the dead letter; without it the page redirects to sign-in and the API answers 401', async () => {
     const profile = mkdtempSync(join(tmpdir(), 'cw-queue-view-chromium-'));
     const closers: (() => unknown)[] = [() => rmSync(profile, { recursive: true, force: true })];
     onTestFinished(async () => {
@@ -52,6 +53,13 @@ describe('queue view in Chromium', () => {
     const stack = await startQueueViewStack();
     closers.unshift(() => stack.close());
     const dead = await stack.deadLetter();
+    // A query of the planted patient, submitted and polled (the service keeps its job running);
+    // its job of `concordance-queries` has completed.
+    const polled = await stack.submitted(await stack.update(PLANTED_PATIENT_ID, 'END002'));
+    // Another, through an ingest with a long debounce: its job waits, delayed, in the queue.
+    const slowIngest = await stack.ingestWith({ debounce_ms: 3_600_000 });
+    const later = await stack.update(`${PLANTED_PATIENT_ID}-LATER`, 'END002', slowIngest);
+    await stack.relayed();
 
     const page = await context.newPage();
     const api = stack.at('/api/queues');
@@ -77,15 +85,46 @@ describe('queue view in Chromium', () => {
     expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin/queues' });
     expect(session?.value).not.toContain(VIEW_TOKEN);
 
-    // Every queue of the deployment and the dead letters, in the board's menu.
+    // Every queue of the deployment, the polls and the dead letters, in the board's menu.
     const menu = [
       CONCORDANCE_QUERIES,
       stack.config.delivery.outbound_queue.name,
       WEBHOOK_DELIVERIES,
+      QUERY_POLLS,
       'dead-letters',
     ];
     const sidebar = page.locator('#bull-board-sidebar');
     for (const name of menu) await sidebar.getByRole('link', { name, exact: true }).waitFor();
+
+    // The query queue: the submitted query's job completed with its remote job id; the job of
+    // the query still debouncing is delayed.
+    await sidebar.getByRole('link', { name: CONCORDANCE_QUERIES, exact: true }).click();
+    await page.getByRole('link', { name: /^completed/i }).click();
+    await page.getByText(polled.jobId, { exact: true }).waitFor();
+    await page.getByText(`"${polled.remoteJobId}"`).waitFor();
+    await page.getByRole('link', { name: /^delayed/i }).click();
+    await page.getByText(later.jobId, { exact: true }).waitFor();
+    expect(await page.getByText(polled.jobId, { exact: true }).count()).toBe(0);
+    expect(await page.content()).not.toContain(PLANTED_PATIENT_ID);
+
+    // The polls: the query being polled, by its remote job id and category; no patient, and not
+    // its service id either.
+    await sidebar.getByRole('link', { name: QUERY_POLLS, exact: true }).click();
+    await page.getByText(polled.remoteJobId, { exact: true }).waitFor();
+    await page.getByRole('heading', { name: /^END002/ }).waitFor();
+    await page.getByText('"END002"').waitFor();
+    await page.getByText(`"${polled.queryId}"`).waitFor();
+    const pollsPage = await page.content();
+    expect(pollsPage).not.toContain(PLANTED_PATIENT_ID);
+    expect(pollsPage).not.toContain(polled.patientServiceId);
+    // The poll's own page.
+    await page.getByText(polled.remoteJobId, { exact: true }).click();
+    await page.waitForURL(new RegExp(`/${polled.remoteJobId}$`));
+    // Its way back to the list names the queue in full (the list's own page does not).
+    const pollsName = `${stack.prefixes[0] as string}:${QUERY_POLLS}`;
+    await page.getByRole('link', { name: pollsName, exact: true }).waitFor();
+    await page.getByText('"END002"').waitFor();
+    expect(await page.content()).not.toContain(polled.patientServiceId);
 
     // The dead letter: a failed job of the dead letters, with its last error; no patient.
     await sidebar.getByRole('link', { name: 'dead-letters', exact: true }).click();
