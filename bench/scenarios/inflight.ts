@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import { QueryJobDataSchema } from '../../src/queries/query-job.ts';
+import { LegacyQueryJobDataSchema } from '../../src/queries/query-job.ts';
 import {
   benchPrefix,
   configFor,
@@ -227,7 +227,7 @@ export async function inflightScenario(
         for (const job of active) {
           const key = `${job.id}@${job.processedOn}`;
           if (seen.has(key) || job.processedOn === undefined) continue;
-          const parsed = QueryJobDataSchema.safeParse(job.data);
+          const parsed = LegacyQueryJobDataSchema.safeParse(job.data);
           if (
             !parsed.success ||
             parsed.data.step !== 'polling' ||

@@ -1,4 +1,3 @@
-import { QueryJobDataSchema } from '../../src/queries/query-job.ts';
 import {
   forEachLimit,
   simulatorJob,
@@ -124,13 +123,6 @@ async function runLine(
       what: `every result of schedule "${schedule.name}"`,
     });
     const events = await line.outbound.getJobs(['wait'], 0, -1);
-    const jobs = await line.producer.queue.getJobs(['completed'], 0, -1);
-    const pollsByRemote = new Map<string, number>();
-    for (const job of jobs) {
-      const data = QueryJobDataSchema.safeParse(job.data);
-      if (data.success && data.data.remoteJobId !== undefined)
-        pollsByRemote.set(data.data.remoteJobId, data.data.polls + 1);
-    }
     const polls: number[] = [];
     const lags: number[] = [];
     await forEachLimit(events, 16, async (job) => {
@@ -138,8 +130,8 @@ async function runLine(
       if (event.status !== 'completed' || event.remote_job_id === null) return;
       const timeline = await simulatorJob(simulatorUrl, event.remote_job_id);
       lags.push(Date.parse(event.created_at) - Date.parse(timeline.finishes_at));
-      const count = pollsByRemote.get(event.remote_job_id);
-      if (count !== undefined) polls.push(count);
+      // The service's count of status reads: the polls of the job.
+      polls.push(timeline.status_reads);
     });
     return {
       schedule: schedule.name,

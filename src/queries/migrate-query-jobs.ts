@@ -1,6 +1,6 @@
 import type { Job, Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
-import { QueryJobDataSchema, type QueryJobData } from './query-job.ts';
+import { LegacyQueryJobDataSchema, type LegacyQueryJobData } from './query-job.ts';
 import { outboxMember, queryOutboxKey, queryStateKey } from './query-outbox.ts';
 import type { QueryState } from './query-state.ts';
 
@@ -35,12 +35,12 @@ export interface MigratedQueryJobs {
 }
 
 /** The 0.1 jobs of `states` in the queue (0.1 job data: a whole query record with its step). */
-async function legacyJobs(queue: Queue): Promise<{ job: Job; data: QueryJobData }[]> {
-  const found: { job: Job; data: QueryJobData }[] = [];
+async function legacyJobs(queue: Queue): Promise<{ job: Job; data: LegacyQueryJobData }[]> {
+  const found: { job: Job; data: LegacyQueryJobData }[] = [];
   for (let start = 0; ; start += PAGE) {
     const jobs = await queue.getJobs([...STATES], start, start + PAGE - 1, true);
     for (const job of jobs) {
-      const parsed = QueryJobDataSchema.safeParse(job.data);
+      const parsed = LegacyQueryJobDataSchema.safeParse(job.data);
       if (parsed.success) found.push({ job, data: parsed.data });
     }
     if (jobs.length < PAGE) return found;

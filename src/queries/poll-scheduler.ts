@@ -12,8 +12,7 @@ import {
   type PollDecision,
   type PollFacts,
 } from './query-lifecycle.ts';
-import type { QueryJobData } from './query-job.ts';
-import { logQueryEnd, resultEvent } from './query-outcome.ts';
+import { logQueryEnd, resultEvent, type QueryRecord } from './query-outcome.ts';
 
 /** The ports the poll scheduler works through. */
 export interface PollPorts {
@@ -29,7 +28,7 @@ export interface PollPorts {
 
 /** How a polled query ended, for the caller's tests and metrics. */
 export interface PolledOutcome {
-  data: QueryJobData;
+  data: QueryRecord;
   decision: EndDecision | ForgetDecision;
   eventId: string | null;
 }
@@ -48,14 +47,13 @@ function derivedQueryId(poll: LeasedPoll): string {
 }
 
 /** The query's data as the result event and a resubmission need it. */
-function dataOf(poll: LeasedPoll): QueryJobData {
+function dataOf(poll: LeasedPoll): QueryRecord {
   const { remote } = poll;
   return {
     queryId: remote.queryId ?? derivedQueryId(poll),
     patientServiceId: poll.patientServiceId,
     ccsrCategory: poll.ccsrCategory,
     seq: poll.seq,
-    step: 'polling',
     ...(poll.triggers === undefined ? {} : { triggers: poll.triggers }),
     recordVersion: remote.recordVersion,
     remoteJobId: remote.remoteJobId,
@@ -137,8 +135,8 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
   async #carryOut(polled: Polled[]): Promise<void> {
     const { ports, logger } = this.#o;
     const writes: PollWrite[] = [];
-    const ended: { p: Polled; data: QueryJobData; decision: EndDecision | ForgetDecision }[] = [];
-    const resubmit: QueryJobData[] = [];
+    const ended: { p: Polled; data: QueryRecord; decision: EndDecision | ForgetDecision }[] = [];
+    const resubmit: QueryRecord[] = [];
     let holdMs = 0;
     let authRefused = false;
     for (const p of polled) {
@@ -160,7 +158,7 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
           break;
         case 'resubmit': {
           const data = dataOf(poll);
-          resubmit.push({ ...data, step: 'submitting', resubmits: data.resubmits + 1 });
+          resubmit.push({ ...data, resubmits: data.resubmits + 1 });
           // Back to the due set of new queries, due now: the submission side sends it again.
           writes.push({ kind: 'resubmit', poll, at: p.at, resubmits: data.resubmits + 1 });
           break;
@@ -208,8 +206,8 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
   }
 
   async #events(
-    ended: { p: Polled; data: QueryJobData; decision: EndDecision | ForgetDecision }[],
-  ): Promise<{ data: QueryJobData; event: ResultEvent }[]> {
+    ended: { p: Polled; data: QueryRecord; decision: EndDecision | ForgetDecision }[],
+  ): Promise<{ data: QueryRecord; event: ResultEvent }[]> {
     const withEvents = ended.filter((e) => e.decision.kind === 'end');
     return Promise.all(
       withEvents.map(async ({ data, decision, p }) => {

@@ -2,10 +2,11 @@ import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 
 /**
- * The data of a query job. `step` and the fields after it are rewritten as the query advances,
- * so that a job picked up again after a crash resumes from its last persisted step.
+ * The data of a query job of 0.1, whose one BullMQ job carried a query through its whole life
+ * (`step` and the fields after it were rewritten as it advanced). Read only to migrate such jobs
+ * (`concordance-worker redis migrate-query-jobs`, see migrate-query-jobs.ts).
  */
-export const QueryJobDataSchema = z.object({
+export const LegacyQueryJobDataSchema = z.object({
   /** Random per logical query: the id of its result event. */
   queryId: z.uuid(),
   patientServiceId: z.string().min(1),
@@ -29,7 +30,7 @@ export const QueryJobDataSchema = z.object({
   polls: z.int().min(0).default(0),
   resubmits: z.int().min(0).default(0),
 });
-export type QueryJobData = z.infer<typeof QueryJobDataSchema>;
+export type LegacyQueryJobData = z.infer<typeof LegacyQueryJobDataSchema>;
 
 /**
  * The data of a job of the `concordance-queries` queue: which query it submits. Everything else

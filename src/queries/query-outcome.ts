@@ -1,8 +1,29 @@
 import type { ResultEvent, QueryOutcome } from '../interface/result-event.ts';
 import type { Logger } from 'pino';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
-import { queryJobId, type QueryJobData } from './query-job.ts';
+import { queryJobId } from './query-job.ts';
+import type { Triggers } from './query-outbox.ts';
 import type { EndDecision, ForgetDecision } from './query-lifecycle.ts';
+
+/**
+ * What a worker knows of a query when it ends (on the submission side or the poll side): read
+ * from its per-key state, never from a queue job; what its result event and its end's log line
+ * are made of.
+ */
+export interface QueryRecord {
+  /** Random per logical query: the id of its result event. */
+  queryId: string;
+  patientServiceId: string;
+  ccsrCategory: string;
+  /** The query's sequence number within its key (see QueryState). */
+  seq: number;
+  triggers?: Triggers;
+  recordVersion?: number;
+  remoteJobId?: string;
+  submittedAt?: number;
+  polls: number;
+  resubmits: number;
+}
 
 /** Why a query ended without a concordance. */
 export interface QueryFailure {
@@ -27,7 +48,7 @@ export interface OutcomeDetails {
  * The result event of a query that has ended: `concordance.*`, or `prevent.*` for the reserved
  * preset `prevent` (with the recommendations under `prevent`).
  */
-export function resultEvent(data: QueryJobData, details: OutcomeDetails): ResultEvent {
+export function resultEvent(data: QueryRecord, details: OutcomeDetails): ResultEvent {
   const triggers = data.triggers;
   const prevent = isPreventPreset(data.ccsrCategory);
   const kind = prevent ? 'prevent' : 'concordance';
@@ -56,7 +77,7 @@ export function resultEvent(data: QueryJobData, details: OutcomeDetails): Result
 /** The one info line of a query that ended (or was superseded), when the level lets it through. */
 export function logQueryEnd(
   logger: Logger,
-  data: QueryJobData,
+  data: QueryRecord,
   decision: EndDecision | ForgetDecision,
   execMs: number,
 ): void {

@@ -9,7 +9,7 @@ import { adaptiveDelayMs } from './adaptive-schedule.ts';
 import type { LatencyProfiles } from './latency-profiles.ts';
 import type { PollScheduleOptions } from './poll-schedule.ts';
 import type { PolledRemoteJob } from './poll-set.ts';
-import { queryJobId, type QueryJobData } from './query-job.ts';
+import { queryJobId } from './query-job.ts';
 import {
   decideBeforeSubmit,
   decideStalled,
@@ -20,7 +20,7 @@ import {
   type SubmitFailure,
 } from './query-lifecycle.ts';
 import type { DueQuery } from './query-outbox.ts';
-import { logQueryEnd, resultEvent } from './query-outcome.ts';
+import { logQueryEnd, resultEvent, type QueryRecord } from './query-outcome.ts';
 import type { ResultErrorCode } from './result-error-codes.ts';
 import type { ClaimedQuery, SubmissionStore, SubmissionWrite } from './submission-store.ts';
 
@@ -67,7 +67,7 @@ export interface SubmitPorts {
 
 /** How a query ended on the submission side (for tests and metrics). */
 export interface SubmitOutcome {
-  data: QueryJobData;
+  data: QueryRecord;
   decision: EndDecision | ForgetDecision;
   eventId: string | null;
 }
@@ -110,13 +110,12 @@ export interface QuerySubmissionOptions {
 }
 
 /** The query's data as a result event needs it. */
-function dataOf(query: ClaimedQuery, extra: Partial<QueryJobData> = {}): QueryJobData {
+function dataOf(query: ClaimedQuery, extra: Partial<QueryRecord> = {}): QueryRecord {
   return {
     queryId: query.queryId,
     patientServiceId: query.patientServiceId,
     ccsrCategory: query.ccsrCategory,
     seq: query.seq,
-    step: 'submitting',
     triggers: query.triggers,
     polls: 0,
     resubmits: query.resubmits,
@@ -336,7 +335,7 @@ export class QuerySubmission {
   async #end(
     query: ClaimedQuery,
     decision: EndDecision | ForgetDecision,
-    extra: Partial<QueryJobData> = {},
+    extra: Partial<QueryRecord> = {},
   ): Promise<SubmissionStep> {
     const { ports, logger, store } = this.#o;
     const now = this.#now();

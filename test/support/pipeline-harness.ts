@@ -16,7 +16,7 @@ import { loadConfig } from '../../src/config/load-config.ts';
 import type { OutboundQueueChannel } from '../../src/delivery/outbound-queue-channel.ts';
 import type { ResultEvent } from '../../src/interface/result-event.ts';
 import type { AssembledPatient } from '../../src/interface/assembled-patient.ts';
-import type { QueryJobData } from '../../src/queries/query-job.ts';
+import type { QueryRecord } from '../../src/queries/query-outcome.ts';
 import { pollSetKey } from '../../src/queries/poll-set.ts';
 import { App } from '../../src/app/compose-app.ts';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../src/identity/crosswalk-keys.ts';
@@ -104,7 +104,7 @@ export const sampleRecord = (
  */
 export class PipelineHarness {
   /** Ended queries, with the partition whose worker ended them. */
-  readonly outcomes: { result: QueryJobResult; data: QueryJobData; partition: number }[] = [];
+  readonly outcomes: { result: QueryJobResult; data: QueryRecord; partition: number }[] = [];
   readonly #waiters: { count: number; resolve: () => void }[] = [];
   #closers: (() => Promise<unknown>)[] = [];
 
@@ -348,7 +348,7 @@ export class PipelineHarness {
     return queries;
   }
 
-  #record(ended: { result: QueryJobResult; data: QueryJobData; partition: number }): void {
+  #record(ended: { result: QueryJobResult; data: QueryRecord; partition: number }): void {
     this.outcomes.push(ended);
     for (const waiter of this.#waiters.splice(0)) {
       if (this.outcomes.length >= waiter.count) waiter.resolve();
