@@ -1,4 +1,4 @@
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
 import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { DeliverySlice } from '../src/config/config-slices.ts';
@@ -6,7 +6,6 @@ import { outboundAgents } from '../src/connections/outbound-agents.ts';
 import type { DeadLetterError } from '../src/delivery/dead-letter.ts';
 import type { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
 import { DeliveryConfigError } from '../src/delivery/delivery-config-error.ts';
-import type { ResultEvent } from '../src/interface/result-event.ts';
 import { updateToDeliverySeconds } from '../src/delivery/update-to-delivery.ts';
 import {
   webhookRetryDelayMs,
@@ -19,7 +18,7 @@ import {
 } from '../src/delivery/webhook-deliveries-queue.ts';
 import type { WebhookDeliveryError } from '../src/delivery/webhook-delivery-error.ts';
 import { WebhookDeliveryJobs } from '../src/delivery/webhook-delivery-jobs.ts';
-import { WebhookDeliveryStore } from '../src/delivery/webhook-delivery-store.ts';
+import { WebhookDeliveryStore, type AttemptStart } from '../src/delivery/webhook-delivery-store.ts';
 import { WebhookSigner } from '../src/delivery/webhook-signer.ts';
 import type { CrosswalkKeys } from '../src/identity/crosswalk-keys.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
@@ -64,163 +63,251 @@ function lastError(error: WebhookDeliveryError): DeadLetterError {
 }
 
 /**
- * The webhook delivery queue and its worker. A job is one event's delivery: it waits (parked,
- * holding no slot) until its event is first in its key's line, POSTs it signed, and on failure
- * waits again for its backoff, until a 2xx, a 410 or `max_age_ms` since the event entered the
- * queue; then it leaves the line and wakes the next event's job.
+ * What {@link webhookDeliveryProcessor} works with: the parts {@link initWebhookDeliveriesWorker}
+ * builds from its deps once per worker (unit tests build their own).
  */
-export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promise<{
-  name: string;
-  queue: Queue<WebhookJobData>;
-  worker: Worker<WebhookJobData, WebhookJobResult>;
-}> {
-  const { config, connection, prefix, logger, metrics, deadLetters } = deps;
+export interface WebhookDeliveryParts {
+  /** The events' delivery state and their keys' lines. */
+  store: WebhookDeliveryStore;
+  /** The delivery queue's jobs: wakes the job of the next event in a line. */
+  jobs: WebhookDeliveryJobs;
+  /** POSTs to `delivery.webhook.url`. */
+  client: WebhookClient;
+  /** Signs each attempt afresh with `delivery.webhook.secret`. */
+  signer: WebhookSigner;
+  /** Where given-up deliveries go. */
+  deadLetters: DeadLetterStore;
+  logger: Logger;
+  metrics?: PipelineMetrics | undefined;
+  /** `delivery.webhook.max_age_ms`: how long after entering the queue an event is still tried. */
+  maxAgeMs: number;
+  /** `delivery.webhook.backoff`: the wait after each failed attempt. */
+  backoff: WebhookBackoffOptions;
+  /** How long a job waiting for its key's previous event sleeps (see WebhookDeliveriesDeps). */
+  parkMs: number;
+  now: () => number;
+  /** For the backoff's jitter. */
+  random: () => number;
+}
+
+type WebhookJob = Job<WebhookJobData, WebhookJobResult>;
+
+/** One attempt under way: its job, the store's go-ahead, and its times on the `now` clock. */
+interface Attempt {
+  job: WebhookJob;
+  token: string | undefined;
+  start: Extract<AttemptStart, { kind: 'go' }>;
+  /** When it began (the signature's timestamp). */
+  startedAt: number;
+  /** When the endpoint's answer (or its failure) came. */
+  at: number;
+}
+
+/**
+ * The processor of the `webhook-deliveries` queue; a job is one event's delivery. A job whose event
+ * is not first in its key's line parks (delayed, holding no slot: DelayedError); a job whose event
+ * has ended (delivered, dead, purged, or owned by another job) completes as skipped; otherwise it
+ * POSTs the event signed. A 2xx delivers it; a 410, or a failure once `max_age_ms` has passed since
+ * the event entered the queue, dead-letters it; any other failure is recorded and the job waits
+ * out its backoff (DelayedError). A delivery that ends leaves the line and wakes the next event's
+ * job. Delivery failures never fail the job. Unit tests call it directly with real jobs.
+ */
+export function webhookDeliveryProcessor(
+  parts: WebhookDeliveryParts,
+): Processor<WebhookJobData, WebhookJobResult> {
+  return async (job, token, signal) => {
+    const { event_id: eventId, query_key: key } = job.data;
+    const startedAt = parts.now();
+    const start = await parts.store.begin(eventId, job.id ?? '', key, startedAt);
+    if (start.kind === 'waiting') {
+      // Heals a line whose first event lost its job; a no-op otherwise.
+      if (start.head !== undefined) await parts.jobs.wake(start.head);
+      return park(parts, job, token);
+    }
+    if (start.kind !== 'go') {
+      parts.logger.debug(
+        { event_id: eventId, query_key: key, state: start.kind },
+        'delivery job skipped',
+      );
+      return { outcome: 'skipped', reason: start.kind };
+    }
+    // Fresh timestamp and signature per attempt; the webhook-id stays the event id.
+    const signed = parts.signer.sign(start.event, new Date(startedAt));
+    const result = await parts.client.post(signed, signal);
+    const attempt: Attempt = { job, token, start, startedAt, at: parts.now() };
+    if (result.ok) return delivered(parts, attempt, result.status);
+    const deadline = start.enqueuedAt + parts.maxAgeMs;
+    if (!result.error.retryable || attempt.at >= deadline) {
+      return deadLetter(parts, attempt, result.error);
+    }
+    return retryLater(parts, attempt, result.error, deadline);
+  };
+}
+
+/** Parks a job whose event waits for its key's previous one, until that one wakes it. */
+async function park(
+  { store, parkMs }: WebhookDeliveryParts,
+  job: WebhookJob,
+  token: string | undefined,
+): Promise<never> {
+  // BullMQ promotes delayed jobs by the machine's clock, not by `now`: give it a moment on that
+  // clock (the same as now() + parkMs in production, where now is Date.now).
+  await job.moveToDelayed(Date.now() + parkMs, token);
+  // The previous event may have finished between our look at the line and the move above; its
+  // wake-up then found this job still active and did nothing. Looking once more after the move
+  // closes that gap: whoever finishes first, one of the two sees the other.
+  if ((await store.head(job.data.query_key)) === job.data.event_id) {
+    await job.promote().catch(() => undefined);
+  }
+  throw new DelayedError();
+}
+
+/** What the log lines of an attempt name it by. */
+function logFields({ job, start }: Attempt) {
+  return { event_id: job.data.event_id, query_key: job.data.query_key, attempt: start.attempt };
+}
+
+/** A 2xx: the event leaves its line, and the next one's job is woken. */
+async function delivered(
+  { store, jobs, metrics, logger }: WebhookDeliveryParts,
+  attempt: Attempt,
+  status: number,
+): Promise<WebhookJobResult> {
+  const { job, start, at } = attempt;
+  const next = await store.delivered(job.data.event_id, job.data.query_key, at);
+  metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'delivered' });
+  const seconds = updateToDeliverySeconds(start.event, at);
+  if (seconds !== undefined) metrics?.updateToDelivery.observe({ channel: CHANNEL }, seconds);
+  logger.info({ ...logFields(attempt), status, outcome: 'delivered' }, 'webhook delivered');
+  if (next !== undefined) await jobs.wake(next);
+  // The first success after failures: the endpoint answers again, so the deliveries waiting
+  // out their backoff go now rather than when each backoff ends.
+  if (await store.clearFailing()) {
+    const resumed = await jobs.resume();
+    logger.info({ resumed }, 'webhook endpoint answers again: waiting deliveries resumed');
+  }
+  return { outcome: 'delivered', status, attempt: start.attempt };
+}
+
+/**
+ * Gives up (a 410, or `max_age_ms` past): the event leaves its line as a dead letter, in one step,
+ * and the next one's job is woken.
+ */
+async function deadLetter(
+  { store, jobs, deadLetters, metrics, logger }: WebhookDeliveryParts,
+  attempt: Attempt,
+  error: WebhookDeliveryError,
+): Promise<WebhookJobResult> {
+  const { job, start, startedAt, at } = attempt;
+  const next = await store.dead(job.data.event_id, job.data.query_key, at, (multi) =>
+    deadLetters.stage(multi, {
+      event: start.event,
+      channel: CHANNEL,
+      last_error: lastError(error),
+      attempts: start.attempt,
+      first_attempt_at: new Date(start.firstAttemptAt).toISOString(),
+      last_attempt_at: new Date(startedAt).toISOString(),
+      dead_lettered_at: new Date(at).toISOString(),
+    }),
+  );
+  metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'dead_lettered' });
+  metrics?.deadLetters.inc({ channel: CHANNEL });
+  if (next !== undefined) await jobs.wake(next);
+  const reason = error.retryable ? 'max_age_exceeded' : 'endpoint_gone';
+  logger.warn(
+    {
+      ...logFields(attempt),
+      status: error.status ?? null,
+      error_code: error.code,
+      outcome: 'dead_lettered',
+      reason,
+    },
+    'webhook delivery given up: dead-lettered',
+  );
+  return { outcome: 'dead_lettered', code: error.code, attempt: start.attempt };
+}
+
+/** A failure to retry: recorded, and the job waits out its backoff (never past `deadline`). */
+async function retryLater(
+  { store, metrics, logger, backoff, random, maxAgeMs }: WebhookDeliveryParts,
+  attempt: Attempt,
+  error: WebhookDeliveryError,
+  deadline: number,
+): Promise<never> {
+  const { job, token, start, at } = attempt;
+  // The last retry falls on the deadline rather than past it.
+  const retryAt = Math.min(at + webhookRetryDelayMs(start.attempt, backoff, random), deadline);
+  await store.recordFailure(job.data.event_id, lastError(error));
+  metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'retried' });
+  logger.warn(
+    {
+      ...logFields(attempt),
+      status: error.status ?? null,
+      error_code: error.code,
+      outcome: 'retried',
+      retry_in_ms: retryAt - at,
+    },
+    'webhook attempt failed; retrying later',
+  );
+  // retryAt is on our clock; BullMQ promotes by the machine's: hand it the same wait on that one.
+  await job.moveToDelayed(Date.now() + (retryAt - at), token);
+  // After the move, so that a success elsewhere that clears the mark finds this job delayed.
+  await store.markFailing(at, maxAgeMs);
+  throw new DelayedError();
+}
+
+/** `delivery.webhook.*`, with the URL and the secret the worker cannot do without. */
+type WebhookSettings = DeliverySlice['delivery']['webhook'] & { url: string; secret: string };
+
+/** The worker's settings; a DeliveryConfigError without a URL or a secret. */
+function webhookSettingsOf(config: DeliverySlice): WebhookSettings {
   const webhook = config.delivery.webhook;
-  if (webhook.url === null || webhook.secret === undefined) {
+  const { url, secret } = webhook;
+  if (url === null || secret === undefined) {
     throw new DeliveryConfigError('the webhook worker needs WEBHOOK_URL and WEBHOOK_SECRET');
   }
-  const now = deps.now ?? Date.now;
-  const random = deps.random ?? Math.random;
-  const parkMs = deps.parkMs ?? 300_000;
-  const backoff: WebhookBackoffOptions = {
-    firstDelayMs: webhook.backoff.first_delay_ms,
-    maxDelayMs: webhook.backoff.max_delay_ms,
-    jitter: webhook.backoff.jitter,
-  };
-  const signer = new WebhookSigner(webhook.secret);
-  const client = new WebhookClient({
-    url: webhook.url,
-    timeoutMs: webhook.timeout_ms,
-    agent: outboundAgents(config.outbound),
-  });
-  const store = new WebhookDeliveryStore({
-    redis: connection,
-    prefix,
-    keys: deps.keys,
-    deadTtlS: config.delivery.dead_letters.retention_days * 86_400,
-  });
-  const queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix });
-  const jobs = new WebhookDeliveryJobs(queue, store);
+  return { ...webhook, url, secret };
+}
 
-  async function park(job: Job<WebhookJobData>, token: string | undefined): Promise<never> {
-    // BullMQ promotes delayed jobs by the machine's clock, not by `now`: give it a moment on that
-    // clock (the same as now() + parkMs in production, where now is Date.now).
-    await job.moveToDelayed(Date.now() + parkMs, token);
-    // The previous event may have finished between our look at the line and the move above; its
-    // wake-up then found this job still active and did nothing. Looking once more after the move
-    // closes that gap: whoever finishes first, one of the two sees the other.
-    if ((await store.head(job.data.query_key)) === job.data.event_id) {
-      await job.promote().catch(() => undefined);
-    }
-    throw new DelayedError();
-  }
-
-  async function deadLetter(
-    event: ResultEvent,
-    key: string,
-    error: WebhookDeliveryError,
-    times: { attempt: number; firstAttemptAt: number; lastAttemptAt: number; at: number },
-  ): Promise<WebhookJobResult> {
-    const { attempt, firstAttemptAt, lastAttemptAt, at } = times;
-    const next = await store.dead(event.id, key, at, (multi) =>
-      deadLetters.stage(multi, {
-        event,
-        channel: CHANNEL,
-        last_error: lastError(error),
-        attempts: attempt,
-        first_attempt_at: new Date(firstAttemptAt).toISOString(),
-        last_attempt_at: new Date(lastAttemptAt).toISOString(),
-        dead_lettered_at: new Date(at).toISOString(),
-      }),
-    );
-    metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'dead_lettered' });
-    metrics?.deadLetters.inc({ channel: CHANNEL });
-    if (next !== undefined) await jobs.wake(next);
-    return { outcome: 'dead_lettered', code: error.code, attempt };
-  }
-
-  const worker = new Worker<WebhookJobData, WebhookJobResult>(
-    WEBHOOK_DELIVERIES,
-    async (job, token, signal) => {
-      const { event_id: eventId, query_key: key } = job.data;
-      const startedAt = now();
-      const start = await store.begin(eventId, job.id ?? '', key, startedAt);
-      if (start.kind === 'waiting') {
-        // Heals a line whose first event lost its job; a no-op otherwise.
-        if (start.head !== undefined) await jobs.wake(start.head);
-        return park(job, token);
-      }
-      if (start.kind !== 'go') {
-        logger.debug(
-          { event_id: eventId, query_key: key, state: start.kind },
-          'delivery job skipped',
-        );
-        return { outcome: 'skipped', reason: start.kind };
-      }
-      const { event, attempt, enqueuedAt, firstAttemptAt } = start;
-      // Fresh timestamp and signature per attempt; the webhook-id stays the event id.
-      const result = await client.post(signer.sign(event, new Date(startedAt)), signal);
-      const at = now();
-      const log = { event_id: eventId, query_key: key, attempt };
-      if (result.ok) {
-        const next = await store.delivered(eventId, key, at);
-        metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'delivered' });
-        const seconds = updateToDeliverySeconds(event, at);
-        if (seconds !== undefined) metrics?.updateToDelivery.observe({ channel: CHANNEL }, seconds);
-        logger.info({ ...log, status: result.status, outcome: 'delivered' }, 'webhook delivered');
-        if (next !== undefined) await jobs.wake(next);
-        // The first success after failures: the endpoint answers again, so the deliveries waiting
-        // out their backoff go now rather than when each backoff ends.
-        if (await store.clearFailing()) {
-          const resumed = await jobs.resume();
-          logger.info({ resumed }, 'webhook endpoint answers again: waiting deliveries resumed');
-        }
-        return { outcome: 'delivered', status: result.status, attempt };
-      }
-      const { error } = result;
-      const status = error.status ?? null;
-      const deadline = enqueuedAt + webhook.max_age_ms;
-      if (!error.retryable || at >= deadline) {
-        const given = await deadLetter(event, key, error, {
-          attempt,
-          firstAttemptAt,
-          lastAttemptAt: startedAt,
-          at,
-        });
-        const reason = error.retryable ? 'max_age_exceeded' : 'endpoint_gone';
-        logger.warn(
-          { ...log, status, error_code: error.code, outcome: 'dead_lettered', reason },
-          'webhook delivery given up: dead-lettered',
-        );
-        return given;
-      }
-      // The last retry falls on the deadline rather than past it.
-      const retryAt = Math.min(at + webhookRetryDelayMs(attempt, backoff, random), deadline);
-      await store.recordFailure(eventId, lastError(error));
-      metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'retried' });
-      logger.warn(
-        { ...log, status, error_code: error.code, outcome: 'retried', retry_in_ms: retryAt - at },
-        'webhook attempt failed; retrying later',
-      );
-      // retryAt is on our clock; BullMQ promotes by the machine's: hand it the same wait on that one.
-      await job.moveToDelayed(Date.now() + (retryAt - at), token);
-      // After the move, so that a success elsewhere that clears the mark finds this job delayed.
-      await store.markFailing(at, webhook.max_age_ms);
-      throw new DelayedError();
-    },
-    {
-      connection,
+/** The parts but the queue's jobs, from the deps (a malformed secret throws here). */
+function partsOf(
+  deps: WebhookDeliveriesDeps,
+  webhook: WebhookSettings,
+): Omit<WebhookDeliveryParts, 'jobs'> {
+  const { config, connection, prefix, logger, metrics, deadLetters } = deps;
+  // The signer first: a malformed secret throws before anything else is made.
+  return {
+    signer: new WebhookSigner(webhook.secret),
+    client: new WebhookClient({
+      url: webhook.url,
+      timeoutMs: webhook.timeout_ms,
+      agent: outboundAgents(config.outbound),
+    }),
+    store: new WebhookDeliveryStore({
+      redis: connection,
       prefix,
-      concurrency: webhook.concurrency,
-      // A killed worker's job comes back after a lock period and may survive several crashes: the
-      // store says where it was, so stalling is never fatal.
-      maxStalledCount: 10,
-      autorun: deps.autorun ?? true,
+      keys: deps.keys,
+      deadTtlS: config.delivery.dead_letters.retention_days * 86_400,
+    }),
+    deadLetters,
+    logger,
+    metrics,
+    maxAgeMs: webhook.max_age_ms,
+    backoff: {
+      firstDelayMs: webhook.backoff.first_delay_ms,
+      maxDelayMs: webhook.backoff.max_delay_ms,
+      jitter: webhook.backoff.jitter,
     },
-  );
+    parkMs: deps.parkMs ?? 300_000,
+    now: deps.now ?? Date.now,
+    random: deps.random ?? Math.random,
+  };
+}
+
+/** Logs the jobs that fail: unexpected errors only (Redis); delivery failures never fail a job. */
+function logFailedJobs(worker: Worker<WebhookJobData, WebhookJobResult>, logger: Logger): void {
   worker.on('failed', (job, err) => {
-    // Unexpected errors only (Redis); delivery failures never fail a job. The message of such an
-    // error names no payload; the event id and key identify the delivery.
+    // The message of such an error names no payload; the event id and key identify the delivery.
     if (job) {
       logger.error(
         {
@@ -232,43 +319,85 @@ export async function initWebhookDeliveries(deps: WebhookDeliveriesDeps): Promis
       );
     }
   });
+}
 
-  // Heal what crashes left behind at start, then now and then.
-  const sweep = async () => {
+/** `task`, its errors logged as `what` rather than thrown (for the timers). */
+function logged(task: () => Promise<unknown>, logger: Logger, what: string): () => Promise<void> {
+  return async () => {
     try {
-      await jobs.sweep();
+      await task();
     } catch (err) {
-      logger.warn(
-        { err: { name: (err as Error).name, message: (err as Error).message } },
-        'webhook recovery sweep failed',
-      );
+      logger.warn({ err: { name: (err as Error).name, message: (err as Error).message } }, what);
     }
   };
+}
+
+/** One probe, if the endpoint fails and this process has the turn (about one per `probeMs`). */
+async function probeOnce(
+  { store, jobs, logger }: WebhookDeliveryParts,
+  probeMs: number,
+): Promise<void> {
+  if ((await store.isFailing()) && (await store.takeProbeTurn(probeMs))) {
+    const eventId = await jobs.probe();
+    if (eventId !== undefined) logger.debug({ event_id: eventId }, 'webhook endpoint probed');
+  }
+}
+
+/**
+ * Heals what crashes left behind, at start and then every `parkMs` (the recovery sweep). While the
+ * endpoint fails, one waiting delivery is tried every `probeMs` (one worker process at a time; none
+ * when 0); its success resumes the others (see `delivered`). The timers stop when the worker closes.
+ */
+async function startUpkeep(
+  worker: Worker<WebhookJobData, WebhookJobResult>,
+  parts: WebhookDeliveryParts,
+  probeMs: number,
+): Promise<void> {
+  const { jobs, logger, parkMs } = parts;
+  const sweep = logged(() => jobs.sweep(), logger, 'webhook recovery sweep failed');
   await sweep();
   const timer = setInterval(() => void sweep(), parkMs);
   timer.unref();
-  // While the endpoint fails, one waiting delivery is tried every probe interval (one worker
-  // process at a time); its success resumes the others (see above).
-  const probeMs = webhook.probe_interval_ms;
-  const probe = async () => {
-    try {
-      if ((await store.isFailing()) && (await store.takeProbeTurn(probeMs))) {
-        const eventId = await jobs.probe();
-        if (eventId !== undefined) logger.debug({ event_id: eventId }, 'webhook endpoint probed');
-      }
-    } catch (err) {
-      logger.warn(
-        { err: { name: (err as Error).name, message: (err as Error).message } },
-        'webhook probe failed',
-      );
-    }
-  };
+  const probe = logged(() => probeOnce(parts, probeMs), logger, 'webhook probe failed');
   const probeTimer = probeMs > 0 ? setInterval(() => void probe(), probeMs) : undefined;
   probeTimer?.unref();
   worker.on('closing', () => {
     clearInterval(timer);
     clearInterval(probeTimer);
   });
+}
 
+/**
+ * The webhook delivery queue and its worker. A job is one event's delivery
+ * ({@link webhookDeliveryProcessor}): it waits (parked, holding no slot) until its event is first
+ * in its key's line, POSTs it signed, and on failure waits again for its backoff, until a 2xx, a
+ * 410 or `max_age_ms` since the event entered the queue; then it leaves the line and wakes the
+ * next event's job. A recovery sweep and, while the endpoint fails, a probe run beside it.
+ */
+export async function initWebhookDeliveriesWorker(deps: WebhookDeliveriesDeps): Promise<{
+  name: string;
+  queue: Queue<WebhookJobData>;
+  worker: Worker<WebhookJobData, WebhookJobResult>;
+}> {
+  const { connection, prefix } = deps;
+  const webhook = webhookSettingsOf(deps.config);
+  const some = partsOf(deps, webhook);
+  const queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix });
+  const parts: WebhookDeliveryParts = { ...some, jobs: new WebhookDeliveryJobs(queue, some.store) };
+  const worker = new Worker<WebhookJobData, WebhookJobResult>(
+    WEBHOOK_DELIVERIES,
+    webhookDeliveryProcessor(parts),
+    {
+      connection,
+      prefix,
+      concurrency: webhook.concurrency,
+      // A killed worker's job comes back after a lock period and may survive several crashes: the
+      // store says where it was, so stalling is never fatal.
+      maxStalledCount: 10,
+      autorun: deps.autorun ?? true,
+    },
+  );
+  logFailedJobs(worker, deps.logger);
+  await startUpkeep(worker, parts, webhook.probe_interval_ms);
   return { name: WEBHOOK_DELIVERIES, queue, worker };
 }

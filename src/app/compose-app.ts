@@ -43,7 +43,7 @@ import {
   initConcordanceQueriesWorker,
   type ConcordanceQueries,
 } from '../../workers/concordance-queries.ts';
-import { initWebhookDeliveries } from '../../workers/webhook-deliveries.ts';
+import { initWebhookDeliveriesWorker } from '../../workers/webhook-deliveries.ts';
 
 /** The crosswalk keys from `identity.crosswalk_key`; a clear start-up error when it is not set. */
 export function crosswalkKeysFrom(config: Pick<Config, 'identity'>): CrosswalkKeys {
@@ -363,7 +363,7 @@ export class App {
   /** The webhook deliveries' worker of one partition (`delivery.webhook.*`). */
   webhookDeliveries(connection: RedisClient, partition: number, logger: Logger = this.logger) {
     const prefix = this.partitions.prefixAt(partition);
-    return initWebhookDeliveries({
+    return initWebhookDeliveriesWorker({
       config: this.slices.delivery,
       connection,
       prefix,
