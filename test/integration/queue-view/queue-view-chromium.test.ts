@@ -7,6 +7,7 @@ import { WEBHOOK_DELIVERIES } from '../../../src/delivery/webhook-deliveries-que
 import { QUERY_POLLS } from '../../../src/ingest/queue-view/polls-adapter.ts';
 import { QUEUE_VIEW_COOKIE } from '../../../src/ingest/queue-view/queue-view-routes.ts';
 import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
+import { DEMO_PATIENTS, demoRecord } from '../../../demo/sample-patients.ts';
 import {
   INGEST_TOKEN,
   PLANTED_PATIENT_ID,
@@ -53,9 +54,28 @@ describe('queue view in Chromium', () => {
     const stack = await startQueueViewStack();
     closers.unshift(() => stack.close());
     const dead = await stack.deadLetter();
-    // A query of the planted patient, submitted and polled (the service keeps its job running);
-    // its job of `concordance-queries` has completed.
+    // The demo's traffic: each demo patient's record, for each of its presets; every query is
+    // submitted and polled.
+    for (const patient of DEMO_PATIENTS) {
+      for (const { category } of patient.problems) {
+        const opened = await stack.update(
+          patient.patientId,
+          category,
+          undefined,
+          demoRecord(patient, 1),
+        );
+        await stack.submitted(opened);
+      }
+    }
+    // Last, a query of the planted patient, submitted and polled (the service keeps its job
+    // running; its job of `concordance-queries` has completed): the newest, on top of the lists.
     const polled = await stack.submitted(await stack.update(PLANTED_PATIENT_ID, 'END002'));
+    /** No patient identifier on the page: the planted one, nor any of the demo's. */
+    const expectNoPatient = (html: string) => {
+      for (const id of [PLANTED_PATIENT_ID, ...DEMO_PATIENTS.map((p) => p.patientId)]) {
+        expect(html).not.toContain(id);
+      }
+    };
     // Another, through an ingest with a long debounce: its job waits, delayed, in the queue.
     const slowIngest = await stack.ingestWith({ debounce_ms: 3_600_000 });
     const later = await stack.update(`${PLANTED_PATIENT_ID}-LATER`, 'END002', slowIngest);
@@ -105,17 +125,20 @@ describe('queue view in Chromium', () => {
     await page.getByRole('link', { name: /^delayed/i }).click();
     await page.getByText(later.jobId, { exact: true }).waitFor();
     expect(await page.getByText(polled.jobId, { exact: true }).count()).toBe(0);
-    expect(await page.content()).not.toContain(PLANTED_PATIENT_ID);
+    expectNoPatient(await page.content());
 
     // The polls: the query being polled, by its remote job id and category; no patient, and not
     // its service id either.
     await sidebar.getByRole('link', { name: QUERY_POLLS, exact: true }).click();
     await page.getByText(polled.remoteJobId, { exact: true }).waitFor();
-    await page.getByRole('heading', { name: /^END002/ }).waitFor();
-    await page.getByText('"END002"').waitFor();
+    await page
+      .getByRole('heading', { name: /^END002/ })
+      .first()
+      .waitFor();
+    await page.getByText('"END002"').first().waitFor();
     await page.getByText(`"${polled.queryId}"`).waitFor();
     const pollsPage = await page.content();
-    expect(pollsPage).not.toContain(PLANTED_PATIENT_ID);
+    expectNoPatient(pollsPage);
     expect(pollsPage).not.toContain(polled.patientServiceId);
     // The poll's own page.
     await page.getByText(polled.remoteJobId, { exact: true }).click();
@@ -132,7 +155,7 @@ describe('queue view in Chromium', () => {
     await page.getByText('ERR_WEBHOOK_STATUS (HTTP 503): the endpoint answered 503').waitFor();
     await page.getByRole('tab', { name: 'Data', exact: true }).click();
     await page.getByText('"ERR_WEBHOOK_STATUS"').first().waitFor();
-    expect(await page.content()).not.toContain(PLANTED_PATIENT_ID);
+    expectNoPatient(await page.content());
     expect((await context.request.get(api)).status()).toBe(200);
 
     // Signed out from the board's user menu: the session is gone, the API answers 401 again.

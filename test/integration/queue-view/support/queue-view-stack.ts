@@ -18,6 +18,7 @@ import { startWebhookReceiver } from '../../../../tools/webhook-receiver.ts';
 import { makeEvent, newSecret } from '../../delivery/delivery-fixture.ts';
 import { captureLogs } from '../../../support/log-capture.ts';
 import { newOutboundKey } from '../../../support/outbound.ts';
+import type { AssembledPatient } from '../../../../src/interface/assembled-patient.ts';
 import { sampleRecord } from '../../../support/pipeline-harness.ts';
 import { isolatedRedis, testRedisEndpoint, testRedisEnv } from '../../../support/redis.ts';
 
@@ -73,7 +74,13 @@ export interface QueueViewStack {
    * A record update of the patient `localId` (a preset of `category` first) through the ingest
    * API at `ingestUrl` (the stack's own by default); resolves with the query it opened.
    */
-  update(localId: string, category: string, ingestUrl?: string): Promise<OpenedQuery>;
+  /** `record`: the update's record. @defaultValue a sample record */
+  update(
+    localId: string,
+    category: string,
+    ingestUrl?: string,
+    record?: AssembledPatient,
+  ): Promise<OpenedQuery>;
   /**
    * Resolves once the worker has submitted `query` and its job of `concordance-queries` has
    * completed; the query is then polled, and never finishes.
@@ -227,7 +234,7 @@ export async function startQueueViewStack(
       ...prefixes.map((p) => boardName(p, 'dead-letters')),
     ],
     event,
-    async update(localId, category, ingestUrl = ingest.url) {
+    async update(localId, category, ingestUrl = ingest.url, record = sampleRecord('queue-view')) {
       const send = async (method: string, path: string, body?: unknown) => {
         const response = await fetch(`${ingestUrl}${path}`, {
           method,
@@ -246,7 +253,7 @@ export async function startQueueViewStack(
           patient_id: localId,
           event_id: `evt-${randomBytes(6).toString('hex')}`,
           source: 'ehr-queue-view',
-          assembled_patient: sampleRecord('queue-view'),
+          assembled_patient: record,
           changes: ['Condition'],
         })
       ).json()) as {
