@@ -105,7 +105,7 @@ function includedBody(path: string, text: string): string {
  *
  * - the file starts with a block comment that says what the script does and names each key and
  *   argument on a line of its own (`KEYS[n] the due set`, `ARGV[n] now, epoch ms`; the last of
- *   each may go on: `ARGV[3...] one member per argument`);
+ *   each may go on: `ARGV[n...] one member per argument`);
  * - `--- @include "<path>"` lines (relative, without `.lua`) pull in files of whole functions,
  *   each once, in order, includes of includes first;
  * - the header must match the body: every key and argument it names is used, and none else.

@@ -1,28 +1,19 @@
 import { STATUSES } from '@bull-board/api/constants/statuses';
-import { BaseAdapter } from '@bull-board/api/dist/queueAdapters/base.js';
 import type {
-  AppJobScheduler,
   JobCounts,
-  JobSchedulerUpdateResult,
   JobStatus,
   QueueJob,
   QueueJobJson,
-  QueueMetrics,
   Status,
 } from '@bull-board/api/typings/app';
 import type { DeadLetterStore } from '../../delivery/dead-letter-store.ts';
 import type { DeadLetterSummary } from '../../delivery/dead-letter.ts';
-import { ReadOnlyError } from '../errors/read-only-error.ts';
+import { ReadOnlyAdapter, readOnly } from './read-only-adapter.ts';
 
 /** The queue name the letters are shown under, after the partition's prefix. */
 export const DEAD_LETTERS = 'dead-letters';
 
 const FAILED = 'failed' satisfies JobStatus;
-
-/** Every change: dead letters are re-driven with `concordance-worker replay`. */
-const readOnly = (): never => {
-  throw new ReadOnlyError();
-};
 
 const epochMs = (iso: string | null): number | null => (iso === null ? null : Date.parse(iso));
 
@@ -68,7 +59,7 @@ export interface DeadLetterAdapterOptions {
  * summary: event id, type, category, channel, last error, attempts and times, never the patient.
  * Every change is refused ({@link ReadOnlyError}): `concordance-worker replay` re-drives letters.
  */
-export class DeadLetterAdapter extends BaseAdapter {
+export class DeadLetterAdapter extends ReadOnlyAdapter {
   readonly #store: DeadLetterStore;
 
   constructor({ store, prefix, displayName }: DeadLetterAdapterOptions) {
@@ -116,40 +107,4 @@ export class DeadLetterAdapter extends BaseAdapter {
     const letter = await this.#store.summary(id);
     return letter === undefined ? undefined : jobOf(letter);
   }
-
-  async getJobLogs(): Promise<string[]> {
-    return [];
-  }
-
-  async getMetrics(): Promise<QueueMetrics> {
-    return { meta: { count: 0, prevTS: 0, prevCount: 0 }, data: [], count: 0 };
-  }
-
-  async isPaused(): Promise<boolean> {
-    return false;
-  }
-
-  async getGlobalConcurrency(): Promise<number | null> {
-    return null;
-  }
-
-  async getJobSchedulers(): Promise<Omit<AppJobScheduler, 'queueName'>[]> {
-    return [];
-  }
-
-  async getJobSchedulersCount(): Promise<number> {
-    return 0;
-  }
-
-  // Every change is refused: the board is read-only, and this queue is the store's.
-  clean = readOnly;
-  addJob = readOnly;
-  pause = readOnly;
-  resume = readOnly;
-  empty = readOnly;
-  obliterate = readOnly;
-  promoteAll = readOnly;
-  removeJobScheduler = readOnly;
-  setGlobalConcurrency = readOnly;
-  updateJobScheduler = (): Promise<JobSchedulerUpdateResult> => readOnly();
 }

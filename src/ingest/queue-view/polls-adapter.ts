@@ -1,17 +1,13 @@
 import { STATUSES } from '@bull-board/api/constants/statuses';
-import { BaseAdapter } from '@bull-board/api/dist/queueAdapters/base.js';
 import type {
-  AppJobScheduler,
   JobCounts,
-  JobSchedulerUpdateResult,
   JobStatus,
   QueueJob,
   QueueJobJson,
-  QueueMetrics,
   Status,
 } from '@bull-board/api/typings/app';
 import type { ListedPoll, PollListing, PollListState } from '../../queries/poll-listing.ts';
-import { ReadOnlyError } from '../errors/read-only-error.ts';
+import { ReadOnlyAdapter, readOnly } from './read-only-adapter.ts';
 
 /** The queue name the polls are shown under, after the partition's prefix. */
 export const QUERY_POLLS = 'query-polls';
@@ -27,9 +23,6 @@ const STATE_OF: Record<typeof WAITING | typeof DELAYED, PollListState> = {
 };
 
 /** Every change: the polls are the poll scheduler's (src/queries/poll-scheduler.ts). */
-const readOnly = (): never => {
-  throw new ReadOnlyError();
-};
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 
@@ -97,7 +90,7 @@ export interface PollsAdapterOptions {
  * named by its category and identified by its remote job id, never by its patient. Every change is
  * refused ({@link ReadOnlyError}): the polls are the poll scheduler's.
  */
-export class PollsAdapter extends BaseAdapter {
+export class PollsAdapter extends ReadOnlyAdapter {
   readonly #listing: PollListing;
   readonly #now: () => number;
 
@@ -161,40 +154,4 @@ export class PollsAdapter extends BaseAdapter {
     const poll = await this.#listing.find(id);
     return poll === undefined ? undefined : jobOf(poll, this.#now(), this.getName());
   }
-
-  async getJobLogs(): Promise<string[]> {
-    return [];
-  }
-
-  async getMetrics(): Promise<QueueMetrics> {
-    return { meta: { count: 0, prevTS: 0, prevCount: 0 }, data: [], count: 0 };
-  }
-
-  async isPaused(): Promise<boolean> {
-    return false;
-  }
-
-  async getGlobalConcurrency(): Promise<number | null> {
-    return null;
-  }
-
-  async getJobSchedulers(): Promise<Omit<AppJobScheduler, 'queueName'>[]> {
-    return [];
-  }
-
-  async getJobSchedulersCount(): Promise<number> {
-    return 0;
-  }
-
-  // Every change is refused: the board is read-only, and these polls are the poll scheduler's.
-  clean = readOnly;
-  addJob = readOnly;
-  pause = readOnly;
-  resume = readOnly;
-  empty = readOnly;
-  obliterate = readOnly;
-  promoteAll = readOnly;
-  removeJobScheduler = readOnly;
-  setGlobalConcurrency = readOnly;
-  updateJobScheduler = (): Promise<JobSchedulerUpdateResult> => readOnly();
 }
