@@ -7,9 +7,11 @@
 #      tools/validate-manifests.ts (kubernetes-models schemas, CRD fields, no removed API,
 #      restricted pod security, cross references);
 #   3. the PrometheusRule's rules and the plain rules file through promtool check rules, and the two
-#      the same byte for byte as the chart's rules/ source;
+#      the same byte for byte as the chart's rules/ source; the alerts' unit tests through
+#      promtool test rules; the rendered runbook_urls built from prometheusRule.runbookBaseUrl;
 #   4. values that must be refused ARE refused by lint: a wrong type, an unknown top-level key,
-#      a secret in the config file.
+#      a secret in the config file; and by rendering: redis.url with secrets.existingSecret, MLLP
+#      client certificates without a Secret, an Ingress without hosts, alerts without a runbook URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/use-node.sh
@@ -69,6 +71,15 @@ grep -q '^kind: PrometheusRule' "$OUT/all-on-values.yaml" || {
   echo "verify-chart: all-on-values rendered no PrometheusRule" >&2
   exit 1
 }
+# Every alert's runbook_url is built from prometheusRule.runbookBaseUrl: no placeholder is left.
+RUNBOOK_BASE="$(sed -n 's/^ *runbookBaseUrl: *//p' "$CHART/ci/all-on-values.yaml")"
+rules_count="$(grep -c '^ *- alert: ' "$CHART/rules/concordance-worker-rules.yaml")"
+urls_count="$(grep -c "runbook_url: $RUNBOOK_BASE#concordanceworker[a-z]*\$" "$OUT/all-on-values.yaml" || true)"
+if grep -q 'runbooks.invalid' "$OUT/all-on-values.yaml" || [ "$urls_count" != "$rules_count" ]; then
+  echo "verify-chart: all-on-values rendered $urls_count runbook_url(s) from $RUNBOOK_BASE for $rules_count alerts" >&2
+  exit 1
+fi
+echo "verify-chart: $urls_count runbook_urls from prometheusRule.runbookBaseUrl"
 
 echo "verify-chart: plain rules file"
 promtool check rules deploy/prometheus/concordance-worker-rules.yaml
@@ -76,6 +87,8 @@ cmp "$CHART/rules/concordance-worker-rules.yaml" deploy/prometheus/concordance-w
   echo "verify-chart: deploy/prometheus/concordance-worker-rules.yaml differs from $CHART/rules/: copy it" >&2
   exit 1
 }
+echo "verify-chart: alert unit tests"
+promtool test rules "$CHART/rules/concordance-worker-rules.test.yaml"
 
 must_fail() { # command (lint|template), what, expected message, helm arguments...
   local command="$1" what="$2" expect="$3"
@@ -102,6 +115,22 @@ must_fail lint 'a secret in the config file' 'config.service: Must not validate'
 # The templates' own checks (helm lint only logs a template's fail, so render).
 must_fail template 'both KEDA and the HPA' 'enable keda or hpa, not both' \
   --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.hpa.enabled=true
+# A REDIS_URL that would go nowhere: with an existing Secret the chart makes none.
+must_fail template 'redis.url with secrets.existingSecret' \
+  'redis.url cannot be used with secrets.existingSecret' \
+  --set secrets.existingSecret=cw-secrets --set redis.url=rediss://cw@redis:6380
+must_fail template 'MLLP client certificates without a Secret' \
+  'ingest.mllp.tls.clientCertificates needs ingest.mllp.tls.existingSecret' \
+  --set ingest.mllp.tls.clientCertificates=require
+must_fail template 'HTTPS client certificates without a Secret' \
+  'ingest.tls.clientCertificates needs ingest.tls.existingSecret' \
+  --set ingest.tls.clientCertificates=require
+must_fail template 'an Ingress without hosts' 'ingest.ingress.enabled needs at least one host' \
+  --set ingest.ingress.enabled=true
+must_fail template 'alerts without a runbook URL' 'prometheusRule.enabled needs prometheusRule.runbookBaseUrl' \
+  --set prometheusRule.enabled=true
+must_fail lint 'a relative runbook URL' 'prometheusRule.runbookBaseUrl: Does not match pattern' \
+  --set prometheusRule.runbookBaseUrl=docs/operations.md
 # The KEDA redis-list trigger (0.1's): one partition's wait list, blind to the due polls.
 must_fail lint 'the KEDA redis trigger of 0.1' 'worker.autoscaling.keda.trigger' \
   --set worker.autoscaling.keda.enabled=true --set worker.autoscaling.keda.trigger=redis

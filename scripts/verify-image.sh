@@ -166,6 +166,8 @@ token="$(secret 24 base64)"
 api_key="$(secret 20 hex)"
 sim_port="$(cw_free_port)"
 ingest_port="$(cw_free_port)"
+# The receiver is on the host, 10.0.2.2 from inside a container: not the container's loopback, so
+# its plain http:// URL needs WEBHOOK_ALLOW_PLAIN_HTTP (the work and start roles warn about it).
 cat >"$WORK/env" <<EOF
 REDIS_URL=redis://10.0.2.2:$redis_port
 REDIS_PREFIX={cwimg}
@@ -174,6 +176,7 @@ SERVICE_API_KEY=$api_key
 INGEST_TOKENS=$token
 CROSSWALK_KEY=$(secret 32 base64)
 WEBHOOK_URL=http://10.0.2.2:$webhook_port/hooks/concordance
+WEBHOOK_ALLOW_PLAIN_HTTP=true
 WEBHOOK_SECRET=$webhook_secret
 LOG_LEVEL=info
 EOF

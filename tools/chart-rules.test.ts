@@ -1,5 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { promtoolPath } from '../test/integration/observability/support/promtool.ts';
@@ -8,6 +10,10 @@ import { markdownAnchor } from './markdown-anchor.ts';
 
 const CHART = new URL('../helm/concordance-worker/', import.meta.url);
 const README = readFileSync(new URL('README.md', CHART), 'utf8');
+const OPERATIONS = readFileSync(new URL('../docs/operations.md', import.meta.url), 'utf8');
+const RULES_TESTS = new URL('rules/concordance-worker-rules.test.yaml', CHART);
+/** The base every runbook_url of the source starts with; the chart replaces it (prometheusRule.runbookBaseUrl). */
+const RUNBOOK_PLACEHOLDER = 'https://runbooks.invalid/concordance-worker/operations.md';
 
 interface Rule {
   alert?: string;
@@ -52,9 +58,10 @@ describe('the alert rules', () => {
     expect(readFileSync(PLAIN_RULES, 'utf8')).toBe(source);
   });
 
-  it('are the alerts of the runbook, each with for, severity, summary, description and a runbook anchor that exists', () => {
+  it('are the alerts of the runbook, each with for, severity, summary, description and a runbook_url whose anchor exists', () => {
+    const runbooks = OPERATIONS.slice(OPERATIONS.indexOf('\n## Alerts and runbooks\n'));
     const headings = new Set(
-      [...README.matchAll(/^### (.+)$/gm)].map((m) => markdownAnchor(m[1] ?? '')),
+      [...runbooks.matchAll(/^### (.+)$/gm)].map((m) => markdownAnchor(m[1] ?? '')),
     );
     expect(rules.map((r) => r.alert)).toEqual([
       'ConcordanceWorkerDeadLettersRising',
@@ -69,17 +76,71 @@ describe('the alert rules', () => {
       'ConcordanceWorkerPossibleDuplicateSubmissions',
       'ConcordanceWorkerUnmappedProblemCodesRising',
       'ConcordanceWorkerFeedSilent',
+      'ConcordanceWorkerProcessDown',
+      'ConcordanceWorkerRoleDown',
+      'ConcordanceWorkerRoleAbsent',
+      'ConcordanceWorkerQueriesFailing',
+      'ConcordanceWorkerWebhookRetrying',
     ]);
+    // One runbook section per alert, no more.
+    expect(headings.size).toBe(rules.length);
     for (const rule of rules) {
       expect(rule.for, rule.alert).toMatch(/^\d+[smh]$/);
       expect(['warning', 'critical', 'info'], rule.alert).toContain(rule.labels?.severity);
       expect(rule.annotations?.summary, rule.alert).toMatch(/\S/);
       expect(rule.annotations?.description, rule.alert).toMatch(/\S/);
-      const runbook = rule.annotations?.runbook ?? '';
+      expect(Object.keys(rule.annotations ?? {}).sort(), rule.alert).toEqual([
+        'description',
+        'runbook_url',
+        'summary',
+      ]);
+      const runbook = rule.annotations?.runbook_url ?? '';
       expect(runbook, rule.alert).toBe(
-        `helm/concordance-worker/README.md#${(rule.alert ?? '').toLowerCase()}`,
+        `${RUNBOOK_PLACEHOLDER}#${(rule.alert ?? '').toLowerCase()}`,
       );
       expect(headings.has(runbook.split('#')[1] ?? ''), runbook).toBe(true);
+    }
+  });
+
+  it('pass their promtool unit tests, which cover every alert added with the runbook URLs', () => {
+    const run = spawnSync(promtoolPath(), ['test', 'rules', RULES_TESTS.pathname], {
+      encoding: 'utf8',
+    });
+    expect(run.stdout + run.stderr).toContain('SUCCESS');
+    expect(run.status).toBe(0);
+    const tested = new Set(
+      [...readFileSync(RULES_TESTS, 'utf8').matchAll(/^\s+alertname: (\w+)$/gm)].map((m) => m[1]),
+    );
+    for (const alert of [
+      'ConcordanceWorkerProcessDown',
+      'ConcordanceWorkerRoleDown',
+      'ConcordanceWorkerRoleAbsent',
+      'ConcordanceWorkerQueriesFailing',
+      'ConcordanceWorkerWebhookRetrying',
+    ])
+      expect([...tested], alert).toContain(alert);
+  });
+
+  it('fail promtool test rules when an alert does not fire as its test expects', () => {
+    // The unit tests can fail: with the failed-query threshold raised past the tests' 20 %, the
+    // case that expects ConcordanceWorkerQueriesFailing finds no alert.
+    const dir = mkdtempSync(join(tmpdir(), 'cw-rules-'));
+    try {
+      const source = readFileSync(CHART_RULES, 'utf8');
+      const raised = source.replace(
+        '/ sum by (namespace) (rate(cw_queries_finished_total[15m])) > 0.1',
+        '/ sum by (namespace) (rate(cw_queries_finished_total[15m])) > 0.5',
+      );
+      expect(raised).not.toBe(source);
+      writeFileSync(join(dir, 'concordance-worker-rules.yaml'), raised);
+      writeFileSync(join(dir, 'rules.test.yaml'), readFileSync(RULES_TESTS, 'utf8'));
+      const run = spawnSync(promtoolPath(), ['test', 'rules', join(dir, 'rules.test.yaml')], {
+        encoding: 'utf8',
+      });
+      expect(run.status).toBe(1);
+      expect(run.stdout + run.stderr).toContain('alertname: ConcordanceWorkerQueriesFailing');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

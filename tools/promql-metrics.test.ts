@@ -82,6 +82,13 @@ describe('familyOf and selectorProblems', () => {
       ),
     ).toEqual([]);
   });
+
+  it("takes Prometheus' own up series as served, with target labels only", () => {
+    expect(selectorProblems({ metric: 'up', labels: ['job', 'role'] }, families)).toEqual([]);
+    expect(selectorProblems({ metric: 'up', labels: ['job', 'queue'] }, families)).toEqual([
+      'up has no label queue',
+    ]);
+  });
 });
 
 describe('the shipped dashboard and rules', () => {

@@ -172,7 +172,10 @@ export function familyOf(
   return undefined;
 }
 
-/** Labels Prometheus adds to every series of a target; never on our own samples. */
+/**
+ * Labels Prometheus adds to every series of a target; never on our own samples (`role` is set by
+ * the chart's ServiceMonitor, or the plain scrape config, from the Service's component).
+ */
 export const TARGET_LABELS = new Set([
   'namespace',
   'instance',
@@ -180,7 +183,11 @@ export const TARGET_LABELS = new Set([
   'pod',
   'service',
   'container',
+  'role',
 ]);
+
+/** Series Prometheus records for each scrape of a target, never served by the target itself. */
+export const SCRAPE_SERIES = new Set(['up']);
 
 const RATE_FUNCTIONS = new Set(['rate', 'increase', 'irate']);
 
@@ -193,6 +200,10 @@ export function selectorProblems(
   use: SelectorUse,
   families: ReadonlyMap<string, Family>,
 ): string[] {
+  if (SCRAPE_SERIES.has(use.metric)) {
+    const own = use.labels.filter((label) => !TARGET_LABELS.has(label));
+    return own.map((label) => `${use.metric} has no label ${label}`);
+  }
   const found = familyOf(use.metric, families);
   if (found === undefined) return [`${use.metric} is not served`];
   const problems: string[] = [];

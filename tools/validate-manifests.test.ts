@@ -195,6 +195,45 @@ describe('crossProblems', () => {
     ]);
     expect(crossProblems([withConfig], new Set(['ConfigMap/ca-bundle']))).toEqual([]);
   });
+
+  it('checks that an Ingress routes to a Service of the set, on one of its ports', () => {
+    const ingress = (name: string, port: { name?: string; number?: number }): Manifest => ({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'cw' },
+      spec: {
+        rules: [
+          {
+            host: 'cw.hospital.example',
+            http: {
+              paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name, port } } }],
+            },
+          },
+        ],
+      },
+    });
+    expect(validateManifest(ingress('cw-worker-metrics', { name: 'health' }))).toEqual([]);
+    expect(
+      crossProblems([deployment(), service(), ingress('cw-worker-metrics', { name: 'health' })]),
+    ).toEqual([]);
+    expect(
+      crossProblems([deployment(), service(), ingress('cw-worker-metrics', { number: 9464 })]),
+    ).toEqual([]);
+    expect(
+      messages(
+        crossProblems([
+          deployment(),
+          service(),
+          ingress('cw-worker-metrics', { name: 'http' }),
+          ingress('cw-ingest', { name: 'http' }),
+        ]),
+      ),
+    ).toEqual([
+      'backend port http is not a port of Service cw-worker-metrics',
+      'backend Service cw-ingest is not rendered',
+      'rendered twice',
+    ]);
+  });
 });
 
 describe('parseManifests, validateManifests and ruleFiles', () => {

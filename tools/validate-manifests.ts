@@ -12,7 +12,8 @@
  *   read-only root file system);
  * - references inside the set hold: a Deployment's selector matches its pod labels, probes and
  *   Services name ports the pods declare, a PDB/Service selects some pods, an HPA or ScaledObject
- *   targets a Deployment of the set, a pod's ConfigMap volume is in the set.
+ *   targets a Deployment of the set, a pod's ConfigMap volume is in the set, an Ingress backend is
+ *   a Service of the set and one of its ports.
  *
  * Usage: node tools/validate-manifests.ts [--rules-out DIR] [--external Kind/name]... FILE|- ...
  * Prints one line per problem and exits 1 when there is any; with --rules-out, writes the groups
@@ -23,6 +24,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
 import { Deployment } from 'kubernetes-models/apps/v1/Deployment';
+import { Ingress } from 'kubernetes-models/networking.k8s.io/v1/Ingress';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
@@ -54,6 +56,7 @@ const BUILT_IN: Record<string, new (data: never) => { validate(): void }> = {
   'apps/v1/Deployment': Deployment,
   'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
   'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'networking.k8s.io/v1/Ingress': Ingress,
   'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
 };
 
@@ -415,6 +418,7 @@ export function crossProblems(
           problems.push({ object, message: `targetPort ${target} is not a port of its pods` });
       }
     }
+    if (m.kind === 'Ingress') problems.push(...ingressBackendProblems(object, spec, manifests));
     if (m.kind === 'PodDisruptionBudget' || m.kind === 'NetworkPolicy') {
       const selector = (spec.selector ?? spec.podSelector) as {
         matchLabels?: Record<string, string>;
@@ -442,6 +446,46 @@ export function crossProblems(
     const id = `${m.kind}/${m.metadata.name}`;
     if (seen.has(id)) problems.push({ object: id, message: 'rendered twice' });
     seen.add(id);
+  }
+  return problems;
+}
+
+interface ServicePort {
+  name?: string;
+  port: number;
+}
+interface IngressBackend {
+  service?: { name: string; port?: { name?: string; number?: number } };
+}
+
+/** An Ingress's backends must be Services of the set, on ports those Services have. */
+function ingressBackendProblems(
+  object: string,
+  spec: Record<string, unknown>,
+  manifests: Manifest[],
+): Problem[] {
+  const rules = (spec.rules ?? []) as { http?: { paths?: { backend: IngressBackend }[] } }[];
+  const backends = [
+    ...(spec.defaultBackend ? [spec.defaultBackend as IngressBackend] : []),
+    ...rules.flatMap((r) => (r.http?.paths ?? []).map((p) => p.backend)),
+  ];
+  const problems: Problem[] = [];
+  for (const backend of backends) {
+    if (backend.service === undefined) continue;
+    const { name, port } = backend.service;
+    const service = manifests.find((m) => m.kind === 'Service' && m.metadata.name === name);
+    if (service === undefined) {
+      problems.push({ object, message: `backend Service ${name} is not rendered` });
+      continue;
+    }
+    const ports = ((service as { spec?: { ports?: ServicePort[] } }).spec?.ports ?? []).filter(
+      (p) => p.name === port?.name || p.port === port?.number,
+    );
+    if (ports.length === 0)
+      problems.push({
+        object,
+        message: `backend port ${port?.name ?? port?.number} is not a port of Service ${name}`,
+      });
   }
   return problems;
 }

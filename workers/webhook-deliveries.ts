@@ -2,6 +2,7 @@ import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
 import type { RedisClient } from '../src/queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { DeliverySlice } from '../src/config/config-slices.ts';
+import { webhookTransportProblems } from '../src/config/webhook-transport.ts';
 import { outboundAgents } from '../src/connections/outbound-agents.ts';
 import type { DeadLetterError } from '../src/delivery/dead-letter.ts';
 import type { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
@@ -257,15 +258,20 @@ async function retryLater(
 }
 
 /** `delivery.webhook.*`, with the URL and the secret the worker cannot do without. */
-type WebhookSettings = DeliverySlice['delivery']['webhook'] & { url: string; secret: string };
+type WebhookSettings = DeliverySlice['delivery']['webhook'] & { url: string; secret: string[] };
 
-/** The worker's settings; a DeliveryConfigError without a URL or a secret. */
+/**
+ * The worker's settings; a DeliveryConfigError without a URL or a secret, or for a plain http://
+ * URL to another machine that `allow_plain_http` does not allow.
+ */
 function webhookSettingsOf(config: DeliverySlice): WebhookSettings {
   const webhook = config.delivery.webhook;
   const { url, secret } = webhook;
-  if (url === null || secret === undefined) {
+  if (url === null || secret === undefined || secret.length === 0) {
     throw new DeliveryConfigError('the webhook worker needs WEBHOOK_URL and WEBHOOK_SECRET');
   }
+  const [plainHttp] = webhookTransportProblems(config);
+  if (plainHttp !== undefined) throw new DeliveryConfigError(plainHttp.message);
   return { ...webhook, url, secret };
 }
 

@@ -11,7 +11,8 @@ import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import type { ResultSink } from '../delivery/result-sink.ts';
 import { patientAdminFor } from './patient-admin-for.ts';
-import { deriveCrosswalkKeys, type CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { keyringOf, type CrosswalkKeyring } from '../identity/crosswalk-keyring.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import { buildIngestApp, type IngestDeps } from '../ingest/build-ingest-app.ts';
 import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
@@ -21,6 +22,7 @@ import { UpdateCommitter } from '../ingest/update-committer.ts';
 import type { Logger } from '../observability/logger.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { processRegistry } from '../observability/process-registry.ts';
+import { ServiceHealth } from '../observability/service-health.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { PollListing } from '../queries/poll-listing.ts';
 import type { PolledOutcome } from '../queries/poll-scheduler.ts';
@@ -45,16 +47,19 @@ import {
 } from '../../workers/concordance-queries.ts';
 import { initWebhookDeliveriesWorker } from '../../workers/webhook-deliveries.ts';
 
-/** The crosswalk keys from `identity.crosswalk_key`; a clear start-up error when it is not set. */
-export function crosswalkKeysFrom(config: Pick<Config, 'identity'>): CrosswalkKeys {
-  const secret = config.identity.crosswalk_key;
-  if (secret === undefined) {
+/**
+ * The crosswalk keyring from `identity.crosswalk_keys` (`CROSSWALK_KEYS`) or `identity.crosswalk_key`
+ * (`CROSSWALK_KEY`, a keyring of one); a clear start-up error when neither is set.
+ */
+export function crosswalkKeysFrom(config: Pick<Config, 'identity'>): CrosswalkKeyring {
+  const keyring = keyringOf(config.identity);
+  if (keyring === undefined) {
     throw new StartupError(
       'CROSSWALK_KEY is not set: it encrypts the patient id crosswalk and the stored records. ' +
         'Generate one with `openssl rand -base64 32` and keep it safe: without it the crosswalk cannot be read.',
     );
   }
-  return deriveCrosswalkKeys(secret);
+  return keyring;
 }
 
 /** The partitions a worker process serves: `worker.partitions`, else every one. */
@@ -118,6 +123,11 @@ export class App {
   readonly pipelineMetrics: PipelineMetrics;
   /** The outbound queue's consumer-lag metrics, on the same registry. */
   readonly outboundMetrics: OutboundQueueMetrics;
+  /**
+   * The service's health as this process's requests find it (`cw_service_up`, the warn lines of
+   * failing requests), fed by every {@link App.serviceClient}.
+   */
+  readonly serviceHealth: ServiceHealth;
 
   private constructor(config: Config, logger: Logger, options: ComposeOptions) {
     const { redis } = options;
@@ -137,6 +147,7 @@ export class App {
     this.metrics = options.registry ?? processRegistry();
     this.pipelineMetrics = new PipelineMetrics(this.metrics);
     this.outboundMetrics = new OutboundQueueMetrics(this.metrics);
+    this.serviceHealth = new ServiceHealth({ registry: this.metrics, logger });
   }
 
   /**
@@ -152,7 +163,10 @@ export class App {
     return createServiceClient(
       serviceClientOptions(this.slices.service, {
         logger: this.logger,
-        onResponse: (info) => this.pipelineMetrics.observeServiceResponse(info),
+        onResponse: (info) => {
+          this.pipelineMetrics.observeServiceResponse(info);
+          this.serviceHealth.observe(info);
+        },
         ...extra,
       }),
     );

@@ -3,6 +3,14 @@ import { ConcordanceError } from '../errors/concordance-error.ts';
 export interface ConfigProblem {
   path: string;
   message: string;
+  /** The environment variable the value came from (`INGEST_PORT`), when one set it. */
+  variable?: string;
+}
+
+/** `INGEST_PORT (ingest.port)` for a value from the environment, else the path. */
+export function problemPlace(problem: ConfigProblem): string {
+  const path = problem.path || '(root)';
+  return problem.variable === undefined ? path : `${problem.variable} (${path})`;
 }
 
 /** The configuration cannot be used; `problems` lists every reason, not only the first. */
@@ -13,7 +21,7 @@ export class ConfigError extends ConcordanceError {
 
   constructor(problems: readonly ConfigProblem[], options?: ErrorOptions) {
     super(
-      `invalid configuration:\n${problems.map((p) => `  ${p.path || '(root)'}: ${p.message}`).join('\n')}`,
+      `invalid configuration:\n${problems.map((p) => `  ${problemPlace(p)}: ${p.message}`).join('\n')}`,
       options,
     );
     this.name = 'ConfigError';

@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { MAX_PARTITIONS } from './redis-partitioning.ts';
+import { PatientKeySchema } from './patient-key.ts';
+import { WebhookSecretsSchema } from './webhook-secrets.ts';
 
 const SERVICE_ENVIRONMENTS = ['production', 'staging', 'development', 'local'] as const;
 export type ServiceEnvironmentName = (typeof SERVICE_ENVIRONMENTS)[number];
@@ -206,8 +208,14 @@ const Hl7v2Schema = z.strictObject({
     max_connections: z.int().positive(),
     handling_timeout_ms: z.int().positive(),
     tls: z.strictObject({
+      /** `MLLP_TLS_CERT_FILE` / `MLLP_TLS_KEY_FILE`: PEM, both or neither; TLS when set. */
       cert_path: z.string().min(1).nullable(),
       key_path: z.string().min(1).nullable(),
+      // Transport (issue 20): client certificates (docs/transport-security.md).
+      /** `MLLP_TLS_CA_FILE`: the CAs that sign client certificates. @defaultValue null */
+      ca_path: z.string().min(1).nullable().default(null),
+      /** `MLLP_TLS_CLIENT_CERTIFICATES`; request and require need `ca_path`. @defaultValue none */
+      client_certificates: z.enum(['none', 'request', 'require']).default('none'),
     }),
   }),
   patient_id: PatientIdSchema,
@@ -324,13 +332,32 @@ export const ConfigSchema = z
       crosswalk_cache: z.strictObject({ max_entries: z.int().min(0) }),
       /** Set only from the environment (`INGEST_TOKENS`, comma-separated). */
       tokens: z.array(z.string().min(16, 'a token must hold at least 16 characters')).optional(),
+      // Transport (issue 20): HTTPS on the ingest port (docs/transport-security.md).
+      tls: z
+        .strictObject({
+          /** `INGEST_TLS_CERT_FILE` / `INGEST_TLS_KEY_FILE`: PEM, both or neither; HTTPS when set. */
+          cert_file: pemFile,
+          key_file: pemFile,
+          /** `INGEST_TLS_CA_FILE`: the CAs that sign client certificates. */
+          ca_file: pemFile,
+          /** `INGEST_TLS_CLIENT_CERTIFICATES`; request and require need `ca_file`. */
+          client_certificates: z.enum(['none', 'request', 'require']).default('none'),
+        })
+        .default({ cert_file: null, key_file: null, ca_file: null, client_certificates: 'none' }),
     }),
     identity: z
       .strictObject({
         /** Set only from the environment (`CROSSWALK_KEY`). */
         crosswalk_key: z.string().min(1).optional(),
+        /**
+         * Set only from the environment (`CROSSWALK_KEYS`: `<id>:<secret>[,<id>:<secret>...]`, the
+         * sealing key first; see `CrosswalkKeyring`). Instead of `crosswalk_key`, never with it.
+         */
+        crosswalk_keys: z.string().min(1).optional(),
+        /** One key across feeds (issue 20): see `PatientKeySchema`. @defaultValue no mapping */
+        patient_key: PatientKeySchema.prefault({}),
       })
-      .default({}),
+      .prefault({}),
     fhir: z.strictObject({
       /** `FHIR_BASE_URL`: where id-only notification payloads are fetched from. */
       base_url: httpUrl.nullable(),
@@ -459,11 +486,13 @@ export const ConfigSchema = z
       webhook: z.strictObject({
         /** `WEBHOOK_URL`; the webhook is on when set. */
         url: httpUrl.nullable(),
-        /** Set only from the environment (`WEBHOOK_SECRET`, `whsec_` + base64). */
-        secret: z
-          .string()
-          .regex(/^whsec_[A-Za-z0-9+/=]{16,}$/, 'a Standard Webhooks secret: whsec_ + base64')
-          .optional(),
+        /** `WEBHOOK_ALLOW_PLAIN_HTTP`: an `http://` URL to another machine than this one. */
+        allow_plain_http: z.boolean(),
+        /**
+         * Set only from the environment (`WEBHOOK_SECRET`): one or more `whsec_` + base64 secrets,
+         * each signing every delivery (see webhook-secrets.ts).
+         */
+        secret: WebhookSecretsSchema.optional(),
         timeout_ms: z.int().positive(),
         backoff: z.strictObject({
           first_delay_ms: z.int().positive(),

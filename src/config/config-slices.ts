@@ -38,7 +38,10 @@ export type IngestSlice = Pick<
   | 'redis'
   | 'outbound'
   | 'prevent'
->;
+> & {
+  /** `identity` without its secrets: only the one key across feeds (`identity.patient_key`). */
+  identity: Pick<Config['identity'], 'patient_key'>;
+};
 
 export interface ConfigSlices {
   ingest: IngestSlice;
@@ -64,6 +67,7 @@ export function configSlices(config: Config): ConfigSlices {
     service,
     terminology,
     prevent,
+    identity,
   } = config;
   return {
     ingest: {
@@ -77,6 +81,7 @@ export function configSlices(config: Config): ConfigSlices {
       redis,
       outbound,
       prevent,
+      identity: { patient_key: identity.patient_key },
     },
     queries: { queries, privacy, prevent },
     delivery: { delivery, outbound },

@@ -3,9 +3,12 @@ import { parse as parseYaml } from 'yaml';
 import { packageFile } from '../package-root.ts';
 import { ConfigError, type ConfigProblem } from './config-error.ts';
 import { ConfigSchema, type Config } from './config-schema.ts';
+import { issueProblems, withVariables, type EnvSources } from './env-problems.ts';
+import { patientKeyProblems, withHospitalMrn } from './patient-key.ts';
 import { preventProblems } from './prevent-problems.ts';
 import { scaleOutProblems } from './scale-out-problems.ts';
 import { secretProblems } from './secret-problems.ts';
+import { webhookTransportProblems } from './webhook-transport.ts';
 
 /** The configuration shipped with the project (`config/default.yaml` at the package root). */
 export function defaultConfigFile(): URL {
@@ -46,7 +49,7 @@ function readYaml(file: string | URL, problems: ConfigProblem[]): Tree {
 }
 
 /** Environment variables and where they go; numbers are parsed so that zod checks them. */
-const ENV_PATHS: readonly [
+export const ENV_PATHS: readonly [
   variable: string,
   path: readonly string[],
   kind: 'string' | 'int' | 'list' | 'bool',
@@ -66,10 +69,23 @@ const ENV_PATHS: readonly [
   ['QUEUE_VIEW_TOKENS', ['admin', 'queue_view', 'tokens'], 'list'],
   ['MLLP_PORT', ['hl7v2', 'mllp', 'port'], 'int'],
   ['CROSSWALK_KEY', ['identity', 'crosswalk_key'], 'string'],
+  ['CROSSWALK_KEYS', ['identity', 'crosswalk_keys'], 'string'],
+  // One key across feeds (docs/clinical-feeds.md): comma-separated.
+  [
+    'MRN_HL7V2_AUTHORITIES',
+    ['identity', 'patient_key', 'hospital_mrn', 'hl7v2_authorities'],
+    'list',
+  ],
+  [
+    'MRN_FHIR_SYSTEMS',
+    ['identity', 'patient_key', 'hospital_mrn', 'fhir_identifier_systems'],
+    'list',
+  ],
   ['PREVENT_ID_KEY', ['prevent', 'id_key'], 'string'],
   ['METRICS_PORT', ['worker', 'metrics_port'], 'int'],
   ['WEBHOOK_URL', ['delivery', 'webhook', 'url'], 'string'],
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
+  ['WEBHOOK_ALLOW_PLAIN_HTTP', ['delivery', 'webhook', 'allow_plain_http'], 'bool'],
   ['OUTBOUND_KEY', ['delivery', 'outbound_queue', 'key'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
@@ -91,6 +107,15 @@ const ENV_PATHS: readonly [
   ['REDIS_PARTITIONS', ['redis', 'partitions'], 'int'],
   ['WORKER_PARTITIONS', ['worker', 'partitions'], 'list'],
   ['SHUTDOWN_GRACE_MS', ['shutdown', 'grace_ms'], 'int'],
+  // Transport: TLS on the ingest port and on MLLP (docs/transport-security.md).
+  ['INGEST_TLS_CERT_FILE', ['ingest', 'tls', 'cert_file'], 'string'],
+  ['INGEST_TLS_KEY_FILE', ['ingest', 'tls', 'key_file'], 'string'],
+  ['INGEST_TLS_CA_FILE', ['ingest', 'tls', 'ca_file'], 'string'],
+  ['INGEST_TLS_CLIENT_CERTIFICATES', ['ingest', 'tls', 'client_certificates'], 'string'],
+  ['MLLP_TLS_CERT_FILE', ['hl7v2', 'mllp', 'tls', 'cert_path'], 'string'],
+  ['MLLP_TLS_KEY_FILE', ['hl7v2', 'mllp', 'tls', 'key_path'], 'string'],
+  ['MLLP_TLS_CA_FILE', ['hl7v2', 'mllp', 'tls', 'ca_path'], 'string'],
+  ['MLLP_TLS_CLIENT_CERTIFICATES', ['hl7v2', 'mllp', 'tls', 'client_certificates'], 'string'],
 ];
 
 /** Values only the environment may set: a file that holds one is refused. */
@@ -100,6 +125,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['admin', 'tokens'], 'ADMIN_TOKENS'],
   [['admin', 'queue_view', 'tokens'], 'QUEUE_VIEW_TOKENS'],
   [['identity', 'crosswalk_key'], 'CROSSWALK_KEY'],
+  [['identity', 'crosswalk_keys'], 'CROSSWALK_KEYS'],
   [['prevent', 'id_key'], 'PREVENT_ID_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
@@ -165,18 +191,21 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
     }
     tree = merge(tree, overrides);
   }
-  tree = merge(tree, fromEnv(options.env ?? process.env));
+  const env = options.env ?? process.env;
+  tree = merge(tree, fromEnv(env));
   if (problems.length > 0) throw new ConfigError(problems);
 
+  // A value from the environment is named by its variable; a secret's value is never quoted.
+  const sources: EnvSources = {
+    env,
+    envPaths: ENV_PATHS,
+    secretPaths: SECRETS.map(([path]) => path),
+  };
   const parsed = ConfigSchema.safeParse(tree);
   if (!parsed.success) {
-    throw new ConfigError(
-      parsed.error.issues.map((issue) => ({
-        path: issue.path.map(String).join('.'),
-        message: issue.message,
-      })),
-      { cause: parsed.error },
-    );
+    throw new ConfigError(issueProblems(parsed.error.issues, ConfigSchema, sources), {
+      cause: parsed.error,
+    });
   }
   const config = parsed.data;
   const invalid: ConfigProblem[] = [];
@@ -195,9 +224,12 @@ export function loadConfig(options: LoadConfigOptions = {}): Config {
   }
   invalid.push(...preventProblems(config));
   invalid.push(...secretProblems(config));
+  invalid.push(...webhookTransportProblems(config));
   invalid.push(...scaleOutProblems(config));
-  if (invalid.length > 0) throw new ConfigError(invalid);
-  return config;
+  invalid.push(...patientKeyProblems(config));
+  if (invalid.length > 0) throw new ConfigError(withVariables(invalid, sources));
+  // The hospital MRN's HL7 v2 authorities are keyed as unqualified ones (see patient-key.ts).
+  return withHospitalMrn(config);
 }
 
 /** The base URL in force: `SERVICE_BASE_URL`, else the chosen environment's. */

@@ -66,10 +66,22 @@ describe('loadConfig: Redis Cluster and partitions', () => {
       problemsOf(() =>
         loadConfig({ env: { REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_PREFIX: 'cw' } }),
       ),
-    ).toEqual([{ path: 'redis.prefix', message: expect.stringMatching(/hash tag/) }]);
+    ).toEqual([
+      {
+        path: 'redis.prefix',
+        variable: 'REDIS_PREFIX',
+        message: expect.stringMatching(/hash tag/),
+      },
+    ]);
     expect(
       problemsOf(() => loadConfig({ env: { REDIS_PARTITIONS: '2', REDIS_PREFIX: 'cw{}' } })),
-    ).toEqual([{ path: 'redis.prefix', message: expect.stringMatching(/hash tag/) }]);
+    ).toEqual([
+      {
+        path: 'redis.prefix',
+        variable: 'REDIS_PREFIX',
+        message: expect.stringMatching(/hash tag/),
+      },
+    ]);
     // One partition on one server: a prefix without a tag works as it always did.
     expect(loadConfig({ env: { REDIS_PREFIX: 'cw' } }).redis.prefix).toBe('cw');
   });
@@ -81,13 +93,25 @@ describe('loadConfig: Redis Cluster and partitions', () => {
           env: { REDIS_CLUSTER_NODES: '127.0.0.1:7000', REDIS_URL: 'redis://127.0.0.1:7000/2' },
         }),
       ),
-    ).toEqual([{ path: 'redis.url', message: expect.stringMatching(/only database 0/) }]);
+    ).toEqual([
+      {
+        path: 'redis.url',
+        variable: 'REDIS_URL',
+        message: expect.stringMatching(/only database 0/),
+      },
+    ]);
   });
 
   it('refuses a worker partition that does not exist, or one listed twice', () => {
     expect(
       problemsOf(() => loadConfig({ env: { REDIS_PARTITIONS: '2', WORKER_PARTITIONS: '1,2' } })),
-    ).toEqual([{ path: 'worker.partitions.1', message: expect.stringMatching(/does not exist/) }]);
+    ).toEqual([
+      {
+        path: 'worker.partitions.1',
+        variable: 'WORKER_PARTITIONS',
+        message: expect.stringMatching(/does not exist/),
+      },
+    ]);
     expect(
       problemsOf(() => loadConfig({ env: { REDIS_PARTITIONS: '2', WORKER_PARTITIONS: '1,1' } })),
     ).toEqual([expect.objectContaining({ path: 'worker.partitions' })]);

@@ -33,13 +33,29 @@ export function secretProblems(config: Config): ConfigProblem[] {
   if (crosswalk !== undefined) {
     add('identity.crosswalk_key', checkSecretKey('CROSSWALK_KEY', crosswalk));
   }
+  // `<id>:<secret>[,...]`: each secret as CROSSWALK_KEY (the form itself: `CrosswalkKeyring`).
+  for (const entry of config.identity.crosswalk_keys?.split(',') ?? []) {
+    const colon = entry.indexOf(':');
+    if (colon < 0) continue;
+    const id = entry.slice(0, colon).trim();
+    add(
+      'identity.crosswalk_keys',
+      checkSecretKey(`CROSSWALK_KEYS (key id "${id}")`, entry.slice(colon + 1).trim()),
+    );
+  }
   const preventKey = config.prevent.id_key;
   if (preventKey !== undefined) {
     add('prevent.id_key', checkSecretKey('PREVENT_ID_KEY', preventKey));
   }
-  const webhook = config.delivery.webhook.secret;
-  if (webhook !== undefined)
-    add('delivery.webhook.secret', checkWebhookSecret('WEBHOOK_SECRET', webhook));
+  // Several webhook secrets (a rotation's overlap) are each checked, named by their place.
+  const webhook = config.delivery.webhook.secret ?? [];
+  webhook.forEach((secret, index) => {
+    const name =
+      webhook.length === 1
+        ? 'WEBHOOK_SECRET'
+        : `WEBHOOK_SECRET (secret ${index + 1} of ${webhook.length})`;
+    add('delivery.webhook.secret', checkWebhookSecret(name, secret));
+  });
   const outboundKey = config.delivery.outbound_queue.key;
   if (outboundKey !== undefined) {
     add('delivery.outbound_queue.key', checkSecretKey('OUTBOUND_KEY', outboundKey));

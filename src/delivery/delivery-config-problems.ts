@@ -1,4 +1,5 @@
 import type { Config } from '../config/config-schema.ts';
+import { webhookTransportProblems } from '../config/webhook-transport.ts';
 import { OutboundKeyError } from './outbound-key-error.ts';
 import { outboundAesKey } from './outbound-seal.ts';
 
@@ -10,7 +11,8 @@ export interface DeliveryProblem {
 
 /**
  * Why results could not be delivered as configured: no channel at all, a webhook without its
- * secret, an outbound queue without (or with an unusable) `OUTBOUND_KEY`. Empty when it can work.
+ * secret or over plain http:// to another machine without the explicit allowance, an outbound
+ * queue without (or with an unusable) `OUTBOUND_KEY`. Empty when it can work.
  * `start`/`work` refuse to start on any of these; `config check` lists them.
  */
 export function deliveryConfigProblems(config: Pick<Config, 'delivery'>): DeliveryProblem[] {
@@ -22,6 +24,8 @@ export function deliveryConfigProblems(config: Pick<Config, 'delivery'>): Delive
       message: 'WEBHOOK_URL is set but WEBHOOK_SECRET is not: webhooks are always signed',
     });
   }
+  // loadConfig refuses it already; a configuration built any other way is refused here too.
+  problems.push(...webhookTransportProblems(config));
   if (outbound.enabled) {
     if (outbound.key === undefined) {
       problems.push({

@@ -1,4 +1,8 @@
 import { z } from 'zod';
+import { MAX_WEBHOOK_SECRETS } from '../config/webhook-secrets.ts';
+
+/** One signature entry: `v1,` + the base64 of an HMAC-SHA256 (32 bytes). */
+const V1 = 'v1,[A-Za-z0-9+/]{43}=';
 
 /** The `user-agent` of every webhook request. */
 export const WEBHOOK_USER_AGENT = 'concordance-worker-webhook/1';
@@ -21,9 +25,11 @@ export const WebhookHeadersSchema = z.looseObject({
     .describe('Unix time of this attempt in whole seconds, fresh on every attempt.'),
   'webhook-signature': z
     .string()
-    .regex(/^v1,[A-Za-z0-9+/]{43}=$/)
+    .regex(new RegExp(`^${V1}( ${V1}){0,${MAX_WEBHOOK_SECRETS - 1}}$`))
     .describe(
-      '`v1,` + base64(HMAC-SHA256(secret key, `{webhook-id}.{webhook-timestamp}.{raw body}`)).',
+      '`v1,` + base64(HMAC-SHA256(secret key, `{webhook-id}.{webhook-timestamp}.{raw body}`)), ' +
+        `one per configured secret (1 to ${MAX_WEBHOOK_SECRETS}), separated by single spaces; ` +
+        'any one that verifies is enough.',
     ),
 });
 export type WebhookHeaders = z.infer<typeof WebhookHeadersSchema>;

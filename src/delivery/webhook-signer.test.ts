@@ -1,7 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { Webhook } from 'standardwebhooks';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
+import { MAX_WEBHOOK_SECRETS } from '../config/webhook-secrets.ts';
 import type { ResultEvent } from '../interface/result-event.ts';
+import { DeliveryConfigError } from './delivery-config-error.ts';
 import { WEBHOOK_USER_AGENT, WebhookHeadersSchema } from './webhook-headers.ts';
 import { WebhookSigner } from './webhook-signer.ts';
 
@@ -79,9 +82,18 @@ describe('WebhookSigner', () => {
     );
     const signed = new WebhookSigner(BEFORE.secret).sign(BEFORE.event, BEFORE.at);
     const sent = { ...signed.headers, 'user-agent': WEBHOOK_USER_AGENT };
-    // Not a schema that takes anything: a second signature, a v2, a millisecond timestamp.
+    // Not a schema that takes anything: more signatures than secrets may sign, a list separated
+    // otherwise than by single spaces, a v2, a millisecond timestamp.
     for (const wrong of [
-      { 'webhook-signature': `${BEFORE.signature} ${BEFORE.signature}` },
+      {
+        'webhook-signature': Array(MAX_WEBHOOK_SECRETS + 1)
+          .fill(BEFORE.signature)
+          .join(' '),
+      },
+      { 'webhook-signature': `${BEFORE.signature},${BEFORE.signature}` },
+      { 'webhook-signature': `${BEFORE.signature}  ${BEFORE.signature}` },
+      { 'webhook-signature': `${BEFORE.signature} ` },
+      { 'webhook-signature': ` ${BEFORE.signature}` },
       { 'webhook-signature': BEFORE.signature.replace('v1,', 'v2,') },
       { 'webhook-timestamp': '1700000000.5' },
       { 'webhook-id': 'not-a-uuid' },
@@ -94,5 +106,47 @@ describe('WebhookSigner', () => {
   it('refuses a secret the library refuses', () => {
     expect(() => new WebhookSigner('whsec_')).toThrow();
     expect(() => new WebhookSigner('whsec_not*base64')).toThrow();
+    expect(() => new WebhookSigner([BEFORE.secret, 'whsec_not*base64'])).toThrow();
+    expect(() => new WebhookSigner([])).toThrow(DeliveryConfigError);
+  });
+});
+
+describe('WebhookSigner with several secrets (a rotation with an overlap)', () => {
+  const secrets = () =>
+    Array.from(
+      { length: MAX_WEBHOOK_SECRETS },
+      () => `whsec_${randomBytes(32).toString('base64')}`,
+    );
+
+  it('signs with each secret, in their order: each entry is what that secret alone signs', () => {
+    const list = secrets();
+    for (let count = 1; count <= list.length; count++) {
+      const some = list.slice(0, count);
+      const signed = new WebhookSigner(some).sign(BEFORE.event, BEFORE.at);
+      const entries = signed.headers['webhook-signature'].split(' ');
+      expect(entries).toEqual(
+        some.map(
+          (secret) =>
+            new WebhookSigner(secret).sign(BEFORE.event, BEFORE.at).headers['webhook-signature'],
+        ),
+      );
+      expect(new Set(entries).size).toBe(count);
+      const sent = { ...signed.headers, 'user-agent': WEBHOOK_USER_AGENT };
+      expect(WebhookHeadersSchema.parse(sent)).toEqual(sent);
+    }
+    // A list of one signs exactly as the one secret does (the earlier code's signature).
+    const one = new WebhookSigner([BEFORE.secret]).sign(BEFORE.event, BEFORE.at);
+    expect(one.headers['webhook-signature']).toBe(BEFORE.signature);
+  });
+
+  it('is accepted by the reference verifier holding any one of the secrets, and by no other', () => {
+    const [oldSecret, newSecret, unrelated] = secrets() as [string, string, string];
+    const signed = new WebhookSigner([oldSecret, newSecret]).sign(BEFORE.event, new Date());
+    for (const secret of [oldSecret, newSecret]) {
+      expect(new Webhook(secret).verify(signed.body, signed.headers)).toEqual(BEFORE.event);
+    }
+    expect(() => new Webhook(unrelated).verify(signed.body, signed.headers)).toThrow(
+      WebhookVerificationError,
+    );
   });
 });

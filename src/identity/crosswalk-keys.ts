@@ -17,12 +17,17 @@ export class CrosswalkKeyError extends ConcordanceError {
 export interface CrosswalkKeys {
   /** HMAC-SHA256 of a local identifier: the lookup key that never reveals it. */
   lookup(value: string): string;
+  /**
+   * The lookup HMAC of `value` under every key that may have named an entry, the sealing key's
+   * first (a keyring during a rotation: see `CrosswalkKeyring`); one key: `[lookup(value)]`.
+   */
+  lookups(value: string): string[];
   /** AES-256-GCM with a random IV; `context` is bound as associated data. */
   seal(plaintext: string | Buffer, context: string): string;
   open(sealed: string, context: string): Buffer;
 }
 
-function decode(secret: string): Buffer {
+function decode(secret: string, variable: string): Buffer {
   const text = secret.trim();
   if (/^[0-9a-f]{64,}$/i.test(text)) return Buffer.from(text, 'hex');
   const bytes = Buffer.from(text, 'base64');
@@ -30,7 +35,7 @@ function decode(secret: string): Buffer {
     bytes.length === 0 ||
     bytes.toString('base64').replace(/=+$/, '') !== text.replace(/=+$/, '')
   ) {
-    throw new CrosswalkKeyError('CROSSWALK_KEY must be base64 or hex');
+    throw new CrosswalkKeyError(`${variable} must be base64 or hex`);
   }
   return bytes;
 }
@@ -42,17 +47,20 @@ export function generateCrosswalkSecret(): string {
 
 /**
  * Derives the lookup and sealing keys (HKDF-SHA256) from a secret of at least 32 bytes, once:
- * each call of the returned object reuses them.
+ * each call of the returned object reuses them. `variable` names the secret in errors.
  */
-export function deriveCrosswalkKeys(secret: string): CrosswalkKeys {
-  const master = decode(secret);
-  if (master.length < 32) throw new CrosswalkKeyError('CROSSWALK_KEY must hold at least 32 bytes');
+export function deriveCrosswalkKeys(secret: string, variable = 'CROSSWALK_KEY'): CrosswalkKeys {
+  const master = decode(secret, variable);
+  if (master.length < 32) throw new CrosswalkKeyError(`${variable} must hold at least 32 bytes`);
   const hmacKey = hkdfKey(master, 'concordance-worker lookup v1');
   const sealKey = hkdfKey(master, 'concordance-worker seal v1');
   master.fill(0);
 
+  const lookup = (value: string) =>
+    createHmac('sha256', hmacKey).update(value, 'utf8').digest('base64url');
   return {
-    lookup: (value) => createHmac('sha256', hmacKey).update(value, 'utf8').digest('base64url'),
+    lookup,
+    lookups: (value) => [lookup(value)],
     seal: (plaintext, context) =>
       aesGcmSeal(sealKey, plaintext, Buffer.from(context, 'utf8')).toString('base64'),
     open: (sealed, context) =>

@@ -62,7 +62,8 @@ export class Crosswalk {
   /**
    * `<psid>|<fhir id>` → its opaque id, once stored: a record's ids recur in every query of the
    * patient, and each costs an HMAC, a seal and a write. A purge ends the patient's service id,
-   * so an entry never outlives what it stands for; a key rotation restarts the processes.
+   * so an entry never outlives what it stands for; a key rotation restarts the processes (and an
+   * opaque id made under an older key still maps back: its FHIR id is sealed, not derived).
    */
   readonly #opaqueIds = new LRUCache<string, string>({ max: OPAQUE_IDS_KEPT });
 
@@ -83,6 +84,29 @@ export class Crosswalk {
     return this.#forwardOf(this.#lookupPartition(localId));
   }
 
+  /**
+   * The lookup entry of a local id under each key of the keyring, the sealing key's first (one
+   * entry outside a key rotation): where an existing patient may be found.
+   */
+  #forwards(localId: string): string[] {
+    const space = this.#space;
+    return this.#keys.lookups(localId).map((lookup) =>
+      this.#forwardOf({
+        lookup,
+        partition: typeof space === 'string' ? 0 : space.indexOfLookup(lookup),
+      }),
+    );
+  }
+
+  /** The first lookup entry of `localId` (sealing key first) that names a service id. */
+  async #found(localId: string): Promise<{ forward: string; psid: string } | undefined> {
+    for (const forward of this.#forwards(localId)) {
+      const psid = await this.#serviceIdAt(forward);
+      if (psid !== undefined) return { forward, psid };
+    }
+    return undefined;
+  }
+
   #forwardOf({ lookup, partition }: { lookup: string; partition: number }): string {
     const space = this.#space;
     return `${typeof space === 'string' ? space : space.prefixAt(partition)}:xw:${lookup}`;
@@ -99,8 +123,15 @@ export class Crosswalk {
     return space.drawPatientId(partition);
   }
 
-  /** The service id of a local id, created (a random UUID) on first sight. */
+  /**
+   * The service id of a local id, created (a random UUID) on first sight. During a key rotation an
+   * entry under an older key is found first; a new one is created under the sealing key.
+   */
   async resolve(localId: string): Promise<{ patientServiceId: string; created: boolean }> {
+    if (this.#keys.lookups(localId).length > 1) {
+      const found = await this.#found(localId);
+      if (found !== undefined) return { patientServiceId: found.psid, created: false };
+    }
     const {
       patientServiceId: candidate,
       forwardKey,
@@ -131,17 +162,26 @@ export class Crosswalk {
     };
   }
 
-  /** The service id of a local id already seen, without creating one. */
+  /** The service id of a local id already seen (under any key of the keyring), without creating one. */
   async find(localId: string): Promise<string | undefined> {
-    return this.#serviceIdAt(this.#forward(localId));
+    return (await this.#found(localId))?.psid;
   }
 
   /**
-   * The key of a local id's lookup entry (named by the id's HMAC, in its partition): what a commit
-   * script reads to check that the entry still names a service id held in a cache.
+   * The key of a local id's lookup entry under the sealing key (named by the id's HMAC, in its
+   * partition): where a new patient's entry is created, and what a commit script reads to check
+   * that the entry still names a service id held in a cache.
    */
   lookupKeyOf(localId: string): string {
     return this.#forward(localId);
+  }
+
+  /**
+   * The keys of a local id's lookup entry under each key of the keyring, the sealing key's first
+   * ({@link lookupKeyOf}); one outside a key rotation.
+   */
+  lookupKeysOf(localId: string): string[] {
+    return this.#forwards(localId);
   }
 
   /** The service id the lookup entry {@link lookupKeyOf} names (undefined when there is none). */
@@ -182,7 +222,15 @@ export class Crosswalk {
    * id creates a new service id: to the service, a new patient.
    */
   async remove(localId: string): Promise<string | undefined> {
-    const forward = this.#forward(localId);
+    // Under every key of the keyring (during a rotation an entry may be under an older one).
+    let removed: string | undefined;
+    for (const forward of this.#forwards(localId)) {
+      removed ??= await this.#removeAt(forward);
+    }
+    return removed;
+  }
+
+  async #removeAt(forward: string): Promise<string | undefined> {
     for (;;) {
       const patientServiceId = await this.#serviceIdAt(forward);
       if (patientServiceId === undefined) return undefined;
@@ -212,13 +260,13 @@ export class Crosswalk {
    * `patientServiceId`).
    */
   async preventPatientIdOf(localId: string, patientServiceId: string): Promise<string | undefined> {
-    const [psid, sealed] = await this.#redis.hmget(
-      this.#forward(localId),
-      'psid',
-      PREVENT_PATIENT_ID,
-    );
-    if (psid !== patientServiceId || sealed == null) return undefined;
-    return this.#keys.open(sealed, preventContext(patientServiceId)).toString('utf8');
+    for (const forward of this.#forwards(localId)) {
+      const [psid, sealed] = await this.#redis.hmget(forward, 'psid', PREVENT_PATIENT_ID);
+      if (psid !== patientServiceId) continue;
+      if (sealed == null) return undefined;
+      return this.#keys.open(sealed, preventContext(patientServiceId)).toString('utf8');
+    }
+    return undefined;
   }
 
   /**
@@ -232,12 +280,16 @@ export class Crosswalk {
     preventPatientId: string,
   ): Promise<boolean> {
     const sealed = this.#keys.seal(preventPatientId, preventContext(patientServiceId));
-    const kept = await SET_IF_NAMED.run(
-      this.#redis,
-      [this.#forward(localId)],
-      [patientServiceId, PREVENT_PATIENT_ID, sealed],
-    );
-    return kept === 1;
+    // On the entry that names the patient, under whichever key it is (a key rotation).
+    for (const forward of this.#forwards(localId)) {
+      const kept = await SET_IF_NAMED.run(
+        this.#redis,
+        [forward],
+        [patientServiceId, PREVENT_PATIENT_ID, sealed],
+      );
+      if (kept === 1) return true;
+    }
+    return false;
   }
 
   /** The local id behind a service id (for results handed back to the hospital). */

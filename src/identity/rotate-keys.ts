@@ -31,9 +31,15 @@ const SET_IF = LuaScript.load(new URL('./lua/set-if.lua', import.meta.url));
 
 /** The lookup entry of a local id under `keys`, in its partition (see `Crosswalk`). */
 function forwardKey(space: KeySpace, keys: CrosswalkKeys, localId: string): string {
-  const lookup = keys.lookup(localId);
-  const prefix = typeof space === 'string' ? space : space.prefixAt(space.indexOfLookup(lookup));
-  return `${prefix}:xw:${lookup}`;
+  return forwardKeys(space, keys, localId)[0] as string;
+}
+
+/** The lookup entries of a local id under each key of `keys` (a keyring of older keys). */
+function forwardKeys(space: KeySpace, keys: CrosswalkKeys, localId: string): string[] {
+  return keys.lookups(localId).map((lookup) => {
+    const prefix = typeof space === 'string' ? space : space.prefixAt(space.indexOfLookup(lookup));
+    return `${prefix}:xw:${lookup}`;
+  });
 }
 
 /** The hash-tagged part of a key (what puts it in its slot): its prefix up to the first `:`. */
@@ -65,6 +71,12 @@ export interface RotationCount {
   already: number;
   /** Opened with neither key: left as it is (a wrong old key, or altered data). */
   unreadable: number;
+  /**
+   * Crosswalk entries whose lookup entry under the new key names another patient (two processes
+   * created the same new patient under different keys during a live rotation): left as they are.
+   * Absent when there are none.
+   */
+  conflicts?: number;
 }
 
 export type RotationKind =
@@ -73,6 +85,11 @@ export type RotationKind =
 export type RotationReport = Record<RotationKind, RotationCount>;
 
 const empty = (): RotationCount => ({ resealed: 0, already: 0, unreadable: 0 });
+
+/** One more crosswalk entry left because another patient holds its new lookup entry. */
+const conflict = (count: RotationCount) => {
+  count.conflicts = (count.conflicts ?? 0) + 1;
+};
 
 /** `text` matched literally by a SCAN pattern. */
 const glob = (text: string) => text.replace(/[*?[\]\\]/g, '\\$&');
@@ -94,7 +111,10 @@ function opens(keys: CrosswalkKeys, sealed: string, context: string): Buffer | u
  * Re-seals everything sealed with an old `CROSSWALK_KEY` and/or `OUTBOUND_KEY` under the new one,
  * item by item: each item is checked first (already new: skipped), and written in one step that
  * only applies if it did not change meanwhile. So a run can be interrupted and simply run again,
- * and a second run changes nothing. Run it with the pipeline stopped (see docs/security-and-privacy.md, key rotation).
+ * and a second run changes nothing. Offline (`keys rotate`), run it with the pipeline stopped; live
+ * (`keys rotate --live`), `from` is every older key of the keyring and `to` its sealing key, and
+ * it runs while updates flow: every write is conditional on what was read (see
+ * docs/security-and-privacy.md, key rotation).
  */
 export async function rotateKeys(options: RotateKeysOptions): Promise<RotationReport> {
   const report: RotationReport = {
@@ -133,10 +153,15 @@ async function rotateCrosswalk(
     const count = report.crosswalk;
     const current = opens(to, sealed, context);
     if (current !== undefined) {
-      // Already moved; a run stopped between the two writes cannot happen (one script), but an
-      // old forward entry is removed if one is still there.
-      const old = forwardKey(space, from, current.toString('utf8'));
-      if (!dryRun && (await redis.hget(old, 'psid')) === psid) await redis.del(old);
+      // Already moved (or made under the new key); an old lookup entry left by a run stopped
+      // between the steps of a move across partitions is removed, once the new one names the
+      // patient.
+      const localId = current.toString('utf8');
+      if (!dryRun && (await redis.hget(forwardKey(space, to, localId), 'psid')) === psid) {
+        for (const old of forwardKeys(space, from, localId)) {
+          if ((await redis.hget(old, 'psid')) === psid) await redis.del(old);
+        }
+      }
       count.already += 1;
       continue;
     }
@@ -147,21 +172,43 @@ async function rotateCrosswalk(
     }
     const localId = local.toString('utf8');
     const next = forwardKey(space, to, localId);
-    const old = forwardKey(space, from, localId);
+    // The old lookup entry that names the patient (the first old key's when none does).
+    const olds = forwardKeys(space, from, localId);
+    let old = olds[0] as string;
+    for (const candidate of olds) {
+      if ((await redis.hget(candidate, 'psid')) === psid) {
+        old = candidate;
+        break;
+      }
+    }
     const resealed = to.seal(localId, context);
     // The Prevent id moves with the entry (re-sealed); one the old keys do not open is left out.
     const prevent = await redis.hget(old, PREVENT_PATIENT_ID);
     const preventId = prevent === null ? undefined : opens(from, prevent, preventContext(psid));
     const movedPrevent = preventId === undefined ? '' : to.seal(preventId, preventContext(psid));
+    const named = await redis.hget(next, 'psid');
+    if (named !== null && named !== psid) {
+      // Another patient holds the new lookup entry: never overwritten (see RotationCount).
+      conflict(count);
+      continue;
+    }
     if (!dryRun && new Set([reverse, next, old].map(prefixOfKey)).size === 1) {
-      await MOVE_ENTRY.run(redis, [reverse, next, old], [sealed, resealed, psid, movedPrevent]);
+      const moved = await MOVE_ENTRY.run(
+        redis,
+        [reverse, next, old],
+        [sealed, resealed, psid, movedPrevent, prevent ?? ''],
+      );
+      // 0: changed since read (a purge, a new Prevent id): the next run takes it as it is then.
+      if (moved === 2) conflict(count);
+      if (moved !== 1) continue;
     } else if (!dryRun) {
       // The new lookup entry falls in another partition: three steps (see SET_FORWARD).
-      if ((await SET_FORWARD.run(redis, [next], [psid, resealed, movedPrevent])) === 1) {
-        if ((await SET_IF.run(redis, [reverse], [sealed, resealed])) === 1 && old !== next) {
-          if ((await redis.hget(old, 'psid')) === psid) await redis.del(old);
-        }
+      if ((await SET_FORWARD.run(redis, [next], [psid, resealed, movedPrevent])) !== 1) {
+        conflict(count);
+        continue;
       }
+      if ((await SET_IF.run(redis, [reverse], [sealed, resealed])) !== 1) continue;
+      if (old !== next && (await redis.hget(old, 'psid')) === psid) await redis.del(old);
     }
     count.resealed += 1;
   }

@@ -23,7 +23,9 @@ import { NotFoundError } from './errors/not-found-error.ts';
 import { installBearerAuth } from './hooks/bearer-auth.ts';
 import { installReadinessGate } from './hooks/readiness-gate.ts';
 import { installRequestLog } from './hooks/request-log.ts';
+import { installUnauthorizedLog } from './hooks/unauthorized-log.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
+import { ingestTls } from './ingest-tls.ts';
 import { PatientLocator } from './patient-locator.ts';
 import { fhirRoutes } from './fhir/fhir-routes.ts';
 import { hl7v2Routes } from './hl7v2/hl7v2-routes.ts';
@@ -109,7 +111,10 @@ function defaultRegistry(): Registry {
 export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance> {
   const { config, redis, logger } = deps;
   const bodyLimitBytes = config.ingest.body_limit_bytes;
+  // HTTPS when ingest.tls has a certificate and key (reloaded when they change).
+  const tls = ingestTls(config.ingest.tls, logger);
   const app = Fastify({
+    https: tls?.serverOptions() ?? null,
     // Upcast: the public type is the plain FastifyInstance, whatever pino's generics.
     loggerInstance: logger as FastifyBaseLogger,
     // Fastify's request lines carry the URL (patient ids in presets paths) and, for some errors,
@@ -131,6 +136,11 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     },
   });
 
+  if (tls !== undefined) {
+    tls.attach(app.server);
+    app.addHook('onClose', async () => tls.close());
+  }
+
   // Only JSON bodies: without the text parser any other media type is refused with 415.
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(zodValidatorCompiler);
@@ -148,6 +158,8 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
   const tables = loadCcsrTables();
   const rules = config.presets.rules;
   const registry = deps.metrics?.registry ?? defaultRegistry();
+  // Every 401 (ingest and admin tokens, the queue view): counted, and logged with the address.
+  installUnauthorizedLog(app, { registry });
   const locator =
     deps.locator ?? PatientLocator.fromConfig({ config, crosswalk: deps.crosswalk, registry });
   // Before the routes: it describes those registered after it.

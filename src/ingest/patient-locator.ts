@@ -99,9 +99,11 @@ export class PatientLocator {
       if (current === undefined) return this.#newPatient(localId);
       return { kind: 'known', patientServiceId: current, cached: false };
     }
-    const lookupKey = crosswalk.lookupKeyOf(localId);
-    const cached = this.#cache?.get(lookupKey);
-    if (cached !== undefined) {
+    // During a key rotation, under each key of the keyring (the sealing key's first).
+    const lookupKeys = crosswalk.lookupKeysOf(localId);
+    for (const lookupKey of lookupKeys) {
+      const cached = this.#cache?.get(lookupKey);
+      if (cached === undefined) continue;
       this.#onLookup?.('hit');
       return {
         kind: 'known',
@@ -111,8 +113,15 @@ export class PatientLocator {
       };
     }
     if (this.#cache !== undefined) this.#onLookup?.('miss');
-    const found = await crosswalk.findByLookupKey(lookupKey);
-    if (found === undefined) return this.#newPatient(localId);
+    let lookupKey: string | undefined;
+    let found: string | undefined;
+    for (const key of lookupKeys) {
+      found = await crosswalk.findByLookupKey(key);
+      if (found === undefined) continue;
+      lookupKey = key;
+      break;
+    }
+    if (found === undefined || lookupKey === undefined) return this.#newPatient(localId);
     const retiredKey = crosswalk.retiredKeyOf(found);
     // A script's keys must share a slot: an entry left in another partition is read each time.
     if (prefixOf(lookupKey, 'xw') !== prefixOf(retiredKey, 'xwm')) {

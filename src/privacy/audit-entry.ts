@@ -1,7 +1,8 @@
 import { z } from 'zod';
 
 /** The administrative actions that touch patient data. */
-export const AUDIT_ACTIONS = ['purge', 'opt_out', 'opt_in', 'replay'] as const;
+/** `show_duplicates`: `patient duplicates --show` printed local ids (issue 20). */
+export const AUDIT_ACTIONS = ['purge', 'opt_out', 'opt_in', 'replay', 'show_duplicates'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /**

@@ -38,6 +38,8 @@ export interface PollSchedulerOptions extends DueSetSchedulerOptions<PolledOutco
   ports: PollPorts;
   /** `queries.polling`. */
   polling: { interval_ms: number; batch: number; concurrency: number; lease_ms: number };
+  /** The service's `host[:port]`, named when its trouble ends a query (see logQueryEnd). */
+  serviceHost?: string;
 }
 
 /** The id of a query's result event when its data predates stored query ids: stable per query. */
@@ -200,7 +202,7 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
     for (const { p, data, decision } of ended) {
       const eventId = events.find((e) => e.data === data)?.event.id ?? null;
       this.#o.metrics?.queriesFinished.inc({ outcome: decision.countAs });
-      logQueryEnd(logger, data, decision, p.at - (data.submittedAt ?? p.at));
+      logQueryEnd(logger, data, decision, p.at - (data.submittedAt ?? p.at), this.#o.serviceHost);
       this.#o.onOutcome?.({ data, decision, eventId });
     }
   }

@@ -74,15 +74,32 @@ export function resultEvent(data: QueryRecord, details: OutcomeDetails): ResultE
   };
 }
 
-/** The one info line of a query that ended (or was superseded), when the level lets it through. */
+/**
+ * True for an ending the service's trouble caused (it could not be reached, timed out, failed,
+ * answered what the worker cannot read): not a record it refused (`ERR_SERVICE_VALIDATION`).
+ */
+export function endedOnServiceTrouble(code: string | undefined): boolean {
+  return code !== undefined && code.startsWith('ERR_SERVICE_') && code !== 'ERR_SERVICE_VALIDATION';
+}
+
+/**
+ * The one line of a query that ended (or was superseded): info, when the level lets it through;
+ * warn, naming the service's `host[:port]` (`service_host`), when the service's trouble ended it
+ * (see {@link endedOnServiceTrouble}), so that a query lost to a wrong or failing service is
+ * never silent.
+ */
 export function logQueryEnd(
   logger: Logger,
   data: QueryRecord,
   decision: EndDecision | ForgetDecision,
   execMs: number,
+  serviceHost?: string,
 ): void {
-  if (!logger.isLevelEnabled('info')) return;
-  logger.info(
+  const code = decision.kind === 'end' ? decision.failure?.code : undefined;
+  const trouble = endedOnServiceTrouble(code);
+  if (!trouble && !logger.isLevelEnabled('info')) return;
+  (trouble ? logger.warn : logger.info).call(
+    logger,
     {
       query_key: `${data.patientServiceId}/${data.ccsrCategory}`,
       // The id ingest answered with for this query (its `job_id`).
@@ -91,7 +108,8 @@ export function logQueryEnd(
       remote_job_id: data.remoteJobId,
       record_version: data.recordVersion,
       outcome: decision.kind === 'end' ? decision.outcome : 'superseded',
-      error_code: decision.kind === 'end' ? decision.failure?.code : undefined,
+      error_code: code,
+      ...(trouble ? { service_host: serviceHost ?? null } : {}),
       exec_ms: execMs,
     },
     decision.kind === 'end' ? 'query finished' : 'query superseded by a newer one',

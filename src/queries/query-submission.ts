@@ -102,6 +102,8 @@ export interface QuerySubmissionOptions {
   /** `queries.demographics_wait_s` (for the failure message). */
   demographicsWaitS: number;
   logger: Logger;
+  /** The service's `host[:port]`, named when its trouble ends a query (see logQueryEnd). */
+  serviceHost?: string;
   metrics?: PipelineMetrics;
   /** Told of each query that ended here, once its outcome is written. */
   onOutcome?: (outcome: SubmitOutcome) => void;
@@ -359,7 +361,7 @@ export class QuerySubmission {
       ? this.#o.metrics?.preventRuns
       : this.#o.metrics?.queriesFinished;
     finished?.inc({ outcome: decision.countAs });
-    logQueryEnd(logger, data, decision, now - query.dueAt);
+    logQueryEnd(logger, data, decision, now - query.dueAt, this.#o.serviceHost);
     this.#o.onOutcome?.({ data, decision, eventId: decision.kind === 'end' ? data.queryId : null });
     if (decision.kind === 'end' && decision.failure !== undefined) {
       const { code, message } = decision.failure;

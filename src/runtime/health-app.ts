@@ -8,6 +8,11 @@ export interface HealthAppOptions {
   metrics: Registry;
   /** What must hold for the process to do its work, by name (e.g. `redis`, `workers`). */
   checks: Record<string, ReadinessCheck>;
+  /**
+   * What `/readyz` reports besides its checks, without deciding readiness (the worker's
+   * `service`: the Clinical Graph Service's health as its requests find it).
+   */
+  details?: () => Record<string, unknown>;
 }
 
 async function outcome(check: ReadinessCheck): Promise<boolean> {
@@ -22,7 +27,7 @@ async function outcome(check: ReadinessCheck): Promise<boolean> {
  * `/healthz` (liveness only: the process answers), `/readyz` (200 when every check holds, else 503;
  * the body names each check's result) and `/metrics` of a worker process.
  */
-export function buildHealthApp({ metrics, checks }: HealthAppOptions): FastifyInstance {
+export function buildHealthApp({ metrics, checks, details }: HealthAppOptions): FastifyInstance {
   const app = Fastify({ logger: false });
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
@@ -30,7 +35,9 @@ export function buildHealthApp({ metrics, checks }: HealthAppOptions): FastifyIn
     const results = await Promise.all(names.map((name) => outcome(checks[name] ?? (() => false))));
     const byName = Object.fromEntries(names.map((name, i) => [name, results[i] === true]));
     const ok = results.every(Boolean);
-    return reply.code(ok ? 200 : 503).send({ status: ok ? 'ready' : 'not ready', checks: byName });
+    return reply
+      .code(ok ? 200 : 503)
+      .send({ status: ok ? 'ready' : 'not ready', checks: byName, ...details?.() });
   });
   app.get('/metrics', async (_request, reply) =>
     reply.type(metrics.contentType).send(await metrics.metrics()),

@@ -9,6 +9,9 @@ import { Partitions } from '../queues/partitions.ts';
 import { holdKey, PollSet } from '../queries/poll-set.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 import { topUnmappedProblems, type UnmappedCode } from '../terminology/unmapped-problems.ts';
+import { CONCORDANCE_QUERIES } from '../queues/queue-names.ts';
+import { retryingSubmissions, type RetryingSubmissions } from './retrying-submissions.ts';
+import { ServiceHealthRecord, type ReportedServiceHealth } from './service-health-record.ts';
 
 export type QueueJobState = (typeof QUEUE_JOB_STATES)[number];
 
@@ -50,6 +53,21 @@ export interface PipelineStatus {
     oldest_due_ms: number | null;
     held_ms: number | null;
   }[];
+  /**
+   * Each partition's queries waiting to be submitted (`concordance-queries`: waiting, delayed —
+   * a debounce, a retry's backoff, a birth date —, active) and those retrying after a failure.
+   */
+  submissions: ({
+    partition: number;
+    waiting: number;
+    delayed: number;
+    active: number;
+  } & RetryingSubmissions)[];
+  /**
+   * The Clinical Graph Service's health per host, as the workers last reported it (most recent
+   * first; empty until a worker made a request).
+   */
+  service: ReportedServiceHealth[];
 }
 
 export interface ReadStatusOptions {
@@ -120,15 +138,32 @@ export async function readPipelineStatus({
         }).count(),
       ),
     );
+    const statuses = await Promise.all(
+      queues.map(({ queue, partition }) =>
+        queueStatus(queue, partition, redis, partitions.prefixAt(partition), at),
+      ),
+    );
+    const submissions = await Promise.all(
+      queues
+        .filter(({ queue }) => queue.name === CONCORDANCE_QUERIES)
+        .map(async ({ queue, partition }) => {
+          const counts = statuses.find(
+            (q) => q.name === CONCORDANCE_QUERIES && q.partition === partition,
+          )?.counts;
+          return {
+            partition,
+            waiting: (counts?.waiting ?? 0) + (counts?.prioritized ?? 0),
+            delayed: counts?.delayed ?? 0,
+            active: counts?.active ?? 0,
+            ...(await retryingSubmissions(queue)),
+          };
+        }),
+    );
     return {
       generated_at: new Date(at).toISOString(),
       prefix,
       partitions: partitions.count,
-      queues: await Promise.all(
-        queues.map(({ queue, partition }) =>
-          queueStatus(queue, partition, redis, partitions.prefixAt(partition), at),
-        ),
-      ),
+      queues: statuses,
       dead_letters: { count: letters.reduce((a, b) => a + b, 0) },
       unmapped_problems: await topUnmappedProblems(redis, prefix, UNMAPPED_LISTED),
       waiting_for_demographics: {
@@ -147,6 +182,8 @@ export async function readPipelineStatus({
           };
         }),
       ),
+      submissions,
+      service: await new ServiceHealthRecord(redis, prefix).read(),
     };
   } finally {
     await Promise.all(queues.map(({ queue }) => queue.close()));

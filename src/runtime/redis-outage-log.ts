@@ -1,4 +1,6 @@
 import type { Logger } from '../observability/logger.ts';
+import { redactUrlPassword } from '../config/url-redaction.ts';
+import { isRedisAuthRefusal } from '../queues/redis-refusal.ts';
 
 /** Anything that emits `error`: a BullMQ Queue or Worker, an ioredis client. */
 interface Emitter {
@@ -49,6 +51,13 @@ export interface RedisOutageLogOptions {
   probe?: () => Promise<boolean>;
   /** @defaultValue 2000 */
   heartbeatMs?: number;
+  /**
+   * Told of every refusal of our credentials or ACL permissions (`WRONGPASS`, `NOAUTH`, `NOPERM`):
+   * a start-up gives up on it (`RedisRefusalGate`).
+   */
+  onRefused?: (reply: Error) => void;
+  /** `REDIS_URL`, named (its password hidden) in the line of a refusal. */
+  redisUrl?: string;
 }
 
 /**
@@ -57,15 +66,23 @@ export interface RedisOutageLogOptions {
  * away, `redis reachable again` (info) when it is back, whatever number of reconnect attempts and
  * queue errors come in between. Every connection, queue and worker is given an `error` listener
  * here; errors that are not about the connection are logged as they come (`queue error`).
+ * A connection whose credentials or permissions Redis refuses is not "unreachable": that is logged
+ * once as `redis refused our credentials or permissions` (error level, naming REDIS_URL, never the
+ * password) until the connection is ready again. Every refusal, a queue's command refused
+ * (`NOPERM`) included, is handed to `onRefused`.
  */
 export class RedisOutageLog {
   readonly #logger: Logger;
   readonly #timer: NodeJS.Timeout | undefined;
-  #down = false;
+  readonly #onRefused: ((reply: Error) => void) | undefined;
+  readonly #redisUrl: string | undefined;
+  #state: 'up' | 'down' | 'refused' = 'up';
   #stopped = false;
 
-  constructor({ logger, probe, heartbeatMs = 2_000 }: RedisOutageLogOptions) {
+  constructor({ logger, probe, heartbeatMs = 2_000, onRefused, redisUrl }: RedisOutageLogOptions) {
     this.#logger = logger;
+    this.#onRefused = onRefused;
+    this.#redisUrl = redisUrl === undefined ? undefined : redactUrlPassword(redisUrl);
     if (probe !== undefined) {
       this.#timer = setInterval(() => {
         void probe().then(
@@ -79,12 +96,14 @@ export class RedisOutageLog {
 
   /** True while Redis is known to be unreachable. */
   get down(): boolean {
-    return this.#down;
+    return this.#state !== 'up';
   }
 
   /** An ioredis connection: its errors mark Redis lost, its `ready` marks it back. */
   watch(connection: Connection): this {
-    connection.on('error', (err) => this.#lost({ err: summary(err) }));
+    connection.on('error', (err) =>
+      isRedisAuthRefusal(err) ? this.#refused(err) : this.#lost({ err: summary(err) }),
+    );
     connection.on('ready', () => this.#back());
     return this;
   }
@@ -93,6 +112,9 @@ export class RedisOutageLog {
   listen(name: string, ...emitters: Emitter[]): this {
     for (const emitter of emitters) {
       emitter.on('error', (err) => {
+        // A command refused (NOPERM) on a live connection: the start-up gives up on it; later, it
+        // is a queue error like any other (the connection itself is fine).
+        if (isRedisAuthRefusal(err) && !this.#stopped) this.#onRefused?.(err);
         if (isConnectionError(err)) this.#lost({ err: summary(err) });
         else this.#logger.warn({ queue: name, err: summary(err) }, 'queue error');
       });
@@ -106,14 +128,26 @@ export class RedisOutageLog {
   }
 
   #lost(details: Record<string, unknown>): void {
-    if (this.#down || this.#stopped) return;
-    this.#down = true;
+    if (this.#state !== 'up' || this.#stopped) return;
+    this.#state = 'down';
     this.#logger.error(details, 'redis unreachable: waiting for it to come back');
   }
 
+  /** Redis answers, but refuses the connection: logged once (its reply holds no password). */
+  #refused(reply: Error): void {
+    if (this.#stopped) return;
+    this.#onRefused?.(reply);
+    if (this.#state === 'refused') return;
+    this.#state = 'refused';
+    this.#logger.error(
+      { err: summary(reply), variable: 'REDIS_URL', redis_url: this.#redisUrl },
+      'redis refused our credentials or permissions: check the user and password of REDIS_URL and its ACL',
+    );
+  }
+
   #back(): void {
-    if (!this.#down || this.#stopped) return;
-    this.#down = false;
+    if (this.#state === 'up' || this.#stopped) return;
+    this.#state = 'up';
     this.#logger.info('redis reachable again');
   }
 }

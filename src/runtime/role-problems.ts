@@ -3,7 +3,8 @@ import { deliveryConfigProblems } from '../delivery/delivery-config-problems.ts'
 import type { Config } from '../config/config-schema.ts';
 import { builtInProxySupported } from '../connections/outbound-agents.ts';
 import { pemProblem, type PemKind } from '../connections/pem-problems.ts';
-import { deriveCrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import { listenerTlsProblems, listenerTlsSettings } from './listener-tls-problems.ts';
+import { keyringOf } from '../identity/crosswalk-keyring.ts';
 
 /** The long-running roles: `ingest`, `work`, and `start` (both in one process). */
 export const ROLES = ['ingest', 'work', 'start'] as const;
@@ -45,20 +46,21 @@ function pair(
 export function roleProblems(config: Config, role: Role): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
 
-  const secret = config.identity.crosswalk_key;
-  if (secret === undefined) {
-    problems.push({
-      path: 'identity.crosswalk_key',
-      message:
-        'CROSSWALK_KEY is not set: it encrypts the patient id crosswalk and the stored records. ' +
-        'Generate one with `openssl rand -base64 32` and keep it safe: without it the crosswalk cannot be read.',
-    });
-  } else {
-    try {
-      deriveCrosswalkKeys(secret);
-    } catch (err) {
-      problems.push({ path: 'identity.crosswalk_key', message: (err as Error).message });
+  try {
+    if (keyringOf(config.identity) === undefined) {
+      problems.push({
+        path: 'identity.crosswalk_key',
+        message:
+          'CROSSWALK_KEY is not set: it encrypts the patient id crosswalk and the stored records. ' +
+          'Generate one with `openssl rand -base64 32` and keep it safe: without it the crosswalk cannot be read.',
+      });
     }
+  } catch (err) {
+    const path =
+      config.identity.crosswalk_keys === undefined
+        ? 'identity.crosswalk_key'
+        : 'identity.crosswalk_keys';
+    problems.push({ path, message: (err as Error).message });
   }
 
   // Redis: TLS files only mean something with rediss://.
@@ -109,19 +111,10 @@ export function roleProblems(config: Config, role: Role): ConfigProblem[] {
           'the queue view is enabled (QUEUE_VIEW_ENABLED) but QUEUE_VIEW_TOKENS is not set: give it a token of its own',
       });
     }
-    const { mllp } = config.hl7v2;
-    if (mllp.enabled) {
-      pair(
-        problems,
-        ['hl7v2.mllp.tls.cert_path', mllp.tls.cert_path],
-        ['hl7v2.mllp.tls.key_path', mllp.tls.key_path],
-        'MLLP over TLS',
-      );
-      files(problems, [
-        ['hl7v2.mllp.tls.cert_path', mllp.tls.cert_path, 'certificates'],
-        ['hl7v2.mllp.tls.key_path', mllp.tls.key_path, 'private key'],
-      ]);
-    }
+    // TLS on the ingest port and on MLLP: the files, their pairing, client certificates.
+    const listeners = listenerTlsSettings(config);
+    problems.push(...listenerTlsProblems(listeners.ingest));
+    if (config.hl7v2.mllp.enabled) problems.push(...listenerTlsProblems(listeners.mllp));
   }
 
   if (runsWorkers(role)) {

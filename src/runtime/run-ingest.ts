@@ -1,4 +1,6 @@
+import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/config-schema.ts';
+import { logListenerSecurity } from '../connections/listener-security-log.ts';
 import { startMllpServer } from '../ingest/hl7v2/mllp-server.ts';
 import type { Logger } from '../observability/logger.ts';
 import { App, crosswalkKeysFrom } from '../app/compose-app.ts';
@@ -12,6 +14,8 @@ import { startHealthServer, type HealthServer } from './health-app.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { settlesWithin } from './close-worker.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
+import { RedisRefusalGate } from './redis-refusal-gate.ts';
+import { logRedisPersistence } from '../queues/redis-persistence.ts';
 
 export interface IngestOptions extends RoleOptions {
   /**
@@ -39,7 +43,13 @@ export async function runIngest(
   const redis = requestConnection(config.redis, 'cw-ingest', {
     commandTimeoutMs: config.redis.command_timeout_ms,
   });
-  const outages = new RedisOutageLog({ logger }).watch(redis);
+  // Redis refusing our credentials or ACL ends the start-up: waiting would not help.
+  const refusal = new RedisRefusalGate(config.redis.url);
+  const outages = new RedisOutageLog({
+    logger,
+    onRefused: (reply) => refusal.refuse(reply),
+    redisUrl: config.redis.url,
+  }).watch(redis);
   const app = App.compose(config, logger, { redis, keys, registry: options.registry });
   // On a Redis Cluster the queue gets a copy of the connection that waits for the cluster.
   const forQueues = queueConnectionFor(redis);
@@ -76,6 +86,13 @@ export async function runIngest(
     logger.info({ url: health.url }, 'health server listening');
   }
   const url = await ingestApp.listen({ port: config.ingest.port, host: config.ingest.host });
+  // Whether the ingest port is TLS (a warning when a production process serves it plain).
+  logListenerSecurity(logger, {
+    listener: 'ingest',
+    port: (ingestApp.server.address() as AddressInfo).port,
+    tls: config.ingest.tls.cert_file !== null && config.ingest.tls.key_file !== null,
+    clientCertificates: config.ingest.tls.client_certificates,
+  });
   const mllp = config.hl7v2.mllp.enabled
     ? await startMllpServer({
         config: config.hl7v2,
@@ -86,10 +103,14 @@ export async function runIngest(
       })
     : undefined;
   logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
-  // The queue's connection set-up waits for Redis, however long it is away. `ingest listening`
-  // means serving (what scripts and tests wait for).
-  const ready = Promise.all(queues.map((queue) => queue.waitUntilReady())).then(() => {
+  // The queue's connection set-up waits for Redis, however long it is away, but not when it
+  // refuses our credentials or ACL (the start-up fails). `ingest listening` means serving (what
+  // scripts and tests wait for).
+  const queuesReady = refusal.guard(Promise.all(queues.map((queue) => queue.waitUntilReady())));
+  const ready = queuesReady.then(() => {
     serving = true;
+    // Once per start: whether Redis keeps the crosswalk on disk (a warning when it keeps nothing).
+    void logRedisPersistence(forQueues.connection, logger);
     logger.info({ url, mllp_port: mllp?.port }, 'ingest listening');
   });
   ready.catch(() => undefined);

@@ -9,10 +9,16 @@ import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { WebhookChannel } from '../delivery/webhook-channel.ts';
 import { startHealthServer, type ReadinessCheck } from './health-app.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
+import { RedisRefusalGate } from './redis-refusal-gate.ts';
+import { logRedisPersistence } from '../queues/redis-persistence.ts';
+import { serviceReadiness } from './service-readiness.ts';
+import { serviceUrlWarnings } from '../config/service-url-warnings.ts';
+import { ServiceHealthRecord } from './service-health-record.ts';
 import { settlesWithin } from './close-worker.ts';
 import { App, crosswalkKeysFrom, servedPartitions } from '../app/compose-app.ts';
 import { assertRoleConfig } from './role-problems.ts';
 import { StartupError } from '../config/startup-error.ts';
+import { webhookTransportWarnings } from '../config/webhook-transport.ts';
 import { WorkerRegistry, type QueueWorker } from './worker-registry.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 import { registerDemographicsWaitGauge } from '../records/demographics-wait-gauge.ts';
@@ -85,16 +91,31 @@ export async function runWorker(
   options: RoleOptions = {},
 ): Promise<RunningWorker> {
   assertRoleConfig(config, 'work');
+  for (const { path, message, host } of serviceUrlWarnings(config)) {
+    logger.warn({ setting: path, service_host: host }, message);
+  }
+  // A plain http:// webhook to another machine, allowed explicitly: said at every start.
+  for (const { message, host } of webhookTransportWarnings(config)) logger.warn({ host }, message);
   const keys = crosswalkKeysFrom(config);
   // BullMQ's connection, and one for the workers' own commands (pipelined automatically).
   const redis = workerConnection(config.redis, 'cw-work');
   const commands = commandConnection(config.redis, 'cw-work-commands');
-  const outages = new RedisOutageLog({ logger, probe: () => redisAnswers(redis) }).watch(redis);
+  // Redis refusing our credentials or ACL ends the start-up: waiting would not help.
+  const refusal = new RedisRefusalGate(config.redis.url);
+  const outages = new RedisOutageLog({
+    logger,
+    probe: () => redisAnswers(redis),
+    onRefused: (reply) => refusal.refuse(reply),
+    redisUrl: config.redis.url,
+  }).watch(redis);
   outages.watch(commands);
   const app = App.compose(config, logger, { redis: commands, keys, registry: options.registry });
   const metrics = app.pipelineMetrics;
   const unwatchRedis = metrics.watchRedis(() => redisAnswers(redis));
   const client = app.serviceClient();
+  // The service's health, for `status` (another process): written on each change.
+  const healthRecord = new ServiceHealthRecord(commands, app.prefix);
+  app.serviceHealth.recordTo((health) => healthRecord.write(health));
   const { outboundMetrics, partitions } = app;
   // Throws before any worker starts when no channel is enabled, the webhook has no secret or the
   // outbound queue no OUTBOUND_KEY.
@@ -133,6 +154,8 @@ export async function runWorker(
       workers: () => registry.allRunning(),
       ...options.checks,
     },
+    // Reported, not a check: an unreachable service does not make the worker unready.
+    details: () => ({ service: serviceReadiness(app.serviceHealth.hosts()) }),
   });
   const { url } = health;
   logger.info({ url }, 'health server listening');
@@ -140,7 +163,9 @@ export async function runWorker(
   const stopping = new AbortController();
   let unwatch = (): void => undefined;
   const start = async () => {
-    await redisReady(redis, stopping.signal);
+    await redisReady(redis, AbortSignal.any([stopping.signal, refusal.signal]));
+    // Once per start: whether Redis keeps the crosswalk on disk (a warning when it keeps nothing).
+    void logRedisPersistence(commands, logger);
     const served: { queue: QueueWorker['queue']; partition: number }[] = [];
     const dueSets: WatchedDueSet[] = [];
     const add = (entry: QueueWorker, partition: number) => {
@@ -193,7 +218,7 @@ export async function runWorker(
       'workers started',
     );
   };
-  const ready = start();
+  const ready = refusal.guard(start());
   // A start-up cut short by close() is not a failure; the caller handles any other rejection.
   ready.catch(() => undefined);
 
@@ -205,6 +230,7 @@ export async function runWorker(
     async close() {
       stopping.abort(new StartupError('stopped before Redis answered'));
       await health.close();
+      app.serviceHealth.recordTo(undefined);
       unwatch();
       unwatchRedis();
       await registry.close();

@@ -107,6 +107,8 @@ export interface ConcordanceJob {
 }
 
 export interface ServiceClient {
+  /** The service's `host[:port]` from `baseUrl`, for logs (never a path, a query or the key). */
+  readonly host: string;
   concordance: {
     /** Submits a query. Never retried: on any error the caller decides whether to submit again. */
     submit(
@@ -195,6 +197,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
   };
 
   return {
+    host: new URL(options.baseUrl).host,
     concordance: {
       async submit(req, opts) {
         checkBody(ConcordanceRequestSchema, req, 'POST /v1/concordance');

@@ -28,6 +28,13 @@ export interface ServiceResponseInfo {
   method: string;
   status: number | 'network' | 'timeout';
   durationMs: number;
+  /** The service's `host[:port]` (never a path, a query or a credential). */
+  host: string;
+  /**
+   * The failure's code when no HTTP answer came (`status` network or timeout): `ECONNREFUSED`,
+   * `ENOTFOUND`, `ETIMEDOUT`, `UND_ERR_SOCKET`, ...
+   */
+  code?: string;
 }
 
 export interface TransportOptions {
@@ -124,12 +131,14 @@ export class ServiceTransport {
   readonly #options: TransportOptions;
   readonly #base: string;
   readonly #origin: string;
+  readonly #host: string;
   readonly #dispatcher: Dispatcher;
 
   constructor(options: TransportOptions) {
     this.#options = options;
     this.#base = options.baseUrl.replace(/\/+$/, '');
     this.#origin = new URL(this.#base).origin;
+    this.#host = new URL(this.#base).host;
     const base =
       options.dispatcher ?? new Pool(this.#origin, { connect: { timeout: options.timeoutMs } });
     // got asked for compressed answers and unpacked them, error answers (a 422's items) included.
@@ -187,7 +196,7 @@ export class ServiceTransport {
       const refused = proxyAuthRefusal(error);
       if (refused === undefined) {
         const failure = failureOf(error, call, requestId, this.#options.timeoutMs);
-        this.#report(call, failure.status, started);
+        this.#report(call, failure.status, started, failure.code);
         return failure;
       }
       answer = refused;
@@ -267,6 +276,7 @@ export class ServiceTransport {
     call: ServiceCall<unknown>,
     status: ServiceResponseInfo['status'],
     started: number,
+    code?: string,
   ): void {
     const { onResponse, logger } = this.#options;
     if (onResponse === undefined) return;
@@ -276,6 +286,8 @@ export class ServiceTransport {
         method: call.method,
         status,
         durationMs: performance.now() - started,
+        host: this.#host,
+        ...(code === undefined ? {} : { code }),
       });
     } catch (error) {
       // Metrics must never fail a call.
@@ -324,7 +336,7 @@ function failureOf(
   call: ServiceCall<unknown>,
   requestId: string,
   timeoutMs: number,
-): Failure & { status: 'network' | 'timeout' } {
+): Failure & { status: 'network' | 'timeout'; code: string } {
   const cause = sanitised(error);
   const details: ServiceErrorDetails = { requestId, endpoint: call.endpoint, cause };
   if (error instanceof AttemptTimeout || UNDICI_TIMEOUT_CODES.has(cause.code)) {
@@ -333,6 +345,7 @@ function failureOf(
     return {
       ok: false,
       status: 'timeout',
+      code: error instanceof AttemptTimeout ? 'ETIMEDOUT' : cause.code,
       retryable: true,
       retryAfterMs: undefined,
       error: new ServiceTimeoutError(
@@ -344,6 +357,7 @@ function failureOf(
   return {
     ok: false,
     status: 'network',
+    code: cause.code,
     retryable: RETRYABLE_NETWORK_CODES.has(cause.code),
     retryAfterMs: undefined,
     error: new ServiceUnavailableError(

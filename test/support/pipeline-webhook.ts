@@ -37,7 +37,7 @@ export function quickWebhook(
   return {
     ...config.delivery.webhook,
     url,
-    secret,
+    secret: [secret],
     backoff: { first_delay_ms: 50, max_delay_ms: 200, jitter: 0.2 },
     max_age_ms: 600_000,
     probe_interval_ms: 0,

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -12,6 +13,11 @@ export interface TestCertificates {
   /** A client certificate signed by the same CA. */
   clientCertFile: string;
   clientKeyFile: string;
+  /**
+   * Another server certificate (and its key), signed by the same CA, in new files of `dir`: what a
+   * renewal would bring. `fingerprint` is its SHA-256 fingerprint as Node prints it.
+   */
+  issueServer(): { certFile: string; keyFile: string; fingerprint: string };
   /** Removes the directory. */
   remove(): void;
 }
@@ -53,6 +59,9 @@ function signed(dir: string, name: string, subject: string, extensions: string):
   ]);
 }
 
+const SERVER_EXTENSIONS =
+  'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n';
+
 /** Generates a fresh CA, a server and a client certificate with `openssl` in a temporary directory. */
 export function createTestCertificates(): TestCertificates {
   const dir = mkdtempSync(join(tmpdir(), 'cw-tls-'));
@@ -75,13 +84,9 @@ export function createTestCertificates(): TestCertificates {
     '-addext',
     'keyUsage=critical,keyCertSign,cRLSign',
   ]);
-  signed(
-    dir,
-    'server',
-    '/CN=localhost',
-    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
-  );
+  signed(dir, 'server', '/CN=localhost', SERVER_EXTENSIONS);
   signed(dir, 'client', '/CN=concordance-worker', 'extendedKeyUsage=clientAuth\n');
+  let issued = 0;
   return {
     dir,
     caFile: join(dir, 'ca.crt'),
@@ -89,6 +94,17 @@ export function createTestCertificates(): TestCertificates {
     keyFile: join(dir, 'server.key'),
     clientCertFile: join(dir, 'client.crt'),
     clientKeyFile: join(dir, 'client.key'),
+    issueServer() {
+      issued += 1;
+      const name = `server-${issued}`;
+      signed(dir, name, '/CN=localhost', SERVER_EXTENSIONS);
+      const certFile = join(dir, `${name}.crt`);
+      return {
+        certFile,
+        keyFile: join(dir, `${name}.key`),
+        fingerprint: new X509Certificate(readFileSync(certFile)).fingerprint256,
+      };
+    },
     remove: () => rmSync(dir, { recursive: true, force: true }),
   };
 }

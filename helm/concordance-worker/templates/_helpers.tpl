@@ -131,6 +131,34 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ $v.ingest.port | quote }}
 - name: MLLP_PORT
   value: {{ $v.ingest.mllp.port | quote }}
+{{- if $v.ingest.tls.existingSecret }}
+- name: INGEST_TLS_CERT_FILE
+  value: /etc/concordance-worker/ingest-tls/tls.crt
+- name: INGEST_TLS_KEY_FILE
+  value: /etc/concordance-worker/ingest-tls/tls.key
+- name: INGEST_TLS_CLIENT_CERTIFICATES
+  value: {{ $v.ingest.tls.clientCertificates | quote }}
+{{- if ne $v.ingest.tls.clientCertificates "none" }}
+- name: INGEST_TLS_CA_FILE
+  value: /etc/concordance-worker/ingest-tls/ca.crt
+{{- end }}
+{{- end }}
+{{- if include "cw.mllpTls" $root }}
+- name: MLLP_TLS_CERT_FILE
+  value: /etc/concordance-worker/mllp-tls/tls.crt
+- name: MLLP_TLS_KEY_FILE
+  value: /etc/concordance-worker/mllp-tls/tls.key
+- name: MLLP_TLS_CLIENT_CERTIFICATES
+  value: {{ $v.ingest.mllp.tls.clientCertificates | quote }}
+{{- if ne $v.ingest.mllp.tls.clientCertificates "none" }}
+- name: MLLP_TLS_CA_FILE
+  value: /etc/concordance-worker/mllp-tls/ca.crt
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and (eq .role "worker") $v.worker.webhook.allowPlainHttp }}
+- name: WEBHOOK_ALLOW_PLAIN_HTTP
+  value: "true"
 {{- end }}
 {{- if and (eq .role "worker") $v.simulator.enabled $v.simulator.wireWorkers }}
 - name: SERVICE_BASE_URL
@@ -139,6 +167,62 @@ app.kubernetes.io/component: {{ .component }}
 {{- with $v.extraEnv }}
 {{ toYaml . }}
 {{- end }}
+{{- end -}}
+
+{{/* "true" when the MLLP listener serves TLS (its Secret is set and MLLP is on), else empty. */}}
+{{- define "cw.mllpTls" -}}
+{{- if and .Values.ingest.mllp.enabled .Values.ingest.mllp.tls.existingSecret -}}true{{- end -}}
+{{- end -}}
+
+{{/* The ingest pod's listener certificates (HTTP, MLLP), as volumes. */}}
+{{- define "cw.ingestTlsVolumes" -}}
+{{- if .Values.ingest.tls.existingSecret }}
+- name: ingest-tls
+  secret:
+    secretName: {{ .Values.ingest.tls.existingSecret }}
+{{- end }}
+{{- if include "cw.mllpTls" . }}
+- name: mllp-tls
+  secret:
+    secretName: {{ .Values.ingest.mllp.tls.existingSecret }}
+{{- end }}
+{{- end -}}
+
+{{/* ... and their read-only mounts. */}}
+{{- define "cw.ingestTlsVolumeMounts" -}}
+{{- if .Values.ingest.tls.existingSecret }}
+- name: ingest-tls
+  mountPath: /etc/concordance-worker/ingest-tls
+  readOnly: true
+{{- end }}
+{{- if include "cw.mllpTls" . }}
+- name: mllp-tls
+  mountPath: /etc/concordance-worker/mllp-tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{/*
+Combinations of values the schema cannot refuse; rendering fails with what to do instead.
+Included by the ingest Deployment, which every install renders.
+*/}}
+{{- define "cw.validate" -}}
+{{- $v := .Values -}}
+{{- if and $v.secrets.existingSecret $v.redis.url -}}
+{{- fail "redis.url cannot be used with secrets.existingSecret (the chart makes no Secret then, so the URL would be dropped): put REDIS_URL into the Secret named by secrets.existingSecret and unset redis.url" -}}
+{{- end -}}
+{{- if and (ne $v.ingest.tls.clientCertificates "none") (not $v.ingest.tls.existingSecret) -}}
+{{- fail "ingest.tls.clientCertificates needs ingest.tls.existingSecret: a Secret with tls.crt, tls.key and the ca.crt that signs the clients' certificates" -}}
+{{- end -}}
+{{- if and (ne $v.ingest.mllp.tls.clientCertificates "none") (not $v.ingest.mllp.tls.existingSecret) -}}
+{{- fail "ingest.mllp.tls.clientCertificates needs ingest.mllp.tls.existingSecret: a Secret with tls.crt, tls.key and the ca.crt that signs the senders' certificates" -}}
+{{- end -}}
+{{- if and $v.ingest.ingress.enabled (not $v.ingest.ingress.hosts) -}}
+{{- fail "ingest.ingress.enabled needs at least one host in ingest.ingress.hosts" -}}
+{{- end -}}
+{{- if and $v.prometheusRule.enabled (not $v.prometheusRule.runbookBaseUrl) -}}
+{{- fail "prometheusRule.enabled needs prometheusRule.runbookBaseUrl: the absolute URL of docs/operations.md as your staff open it (e.g. https://git.hospital.example/clinical/concordance-worker/-/blob/v0.2.0/docs/operations.md); every alert's runbook_url is that URL plus the alert's anchor" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Volumes of a pipeline pod. */}}

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
 import { outboundAesKey } from '../../delivery/outbound-seal.ts';
 import { WEBHOOK_DELIVERIES } from '../../delivery/webhook-deliveries-queue.ts';
+import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../identity/crosswalk-keys.ts';
 import { rotateKeys, type RotationReport } from '../../identity/rotate-keys.ts';
 import { CONCORDANCE_QUERIES } from '../../queues/queue-names.ts';
@@ -15,6 +16,32 @@ interface RotateOptions {
   outboundFromEnv?: string;
   dryRun?: boolean;
   force?: boolean;
+  live?: boolean;
+}
+
+/** Prints a report, one line per kind of data; the number of unreadable items. */
+function printReport(report: RotationReport): number {
+  let unreadable = 0;
+  for (const [kind, count] of Object.entries(report)) {
+    unreadable += count.unreadable + (count.conflicts ?? 0);
+    const conflicts = count.conflicts === undefined ? '' : `  conflicts ${count.conflicts}`;
+    process.stdout.write(
+      `${kind.padEnd(16)} resealed ${count.resealed}  already ${count.already}  unreadable ${count.unreadable}${conflicts}\n`,
+    );
+  }
+  return unreadable;
+}
+
+/** The live re-seal's keys: every older key of CROSSWALK_KEYS to its sealing key. */
+function liveRotation(config: ReturnType<typeof loadConfig>) {
+  const keyring = crosswalkKeysFrom(config);
+  const rotation = keyring.rotation();
+  if (rotation === undefined) {
+    throw new StartupError(
+      `CROSSWALK_KEYS holds one key (id "${keyring.sealingId}"): nothing rests under another key`,
+    );
+  }
+  return { keyring, rotation };
 }
 
 function fromEnv(variable: string): string {
@@ -37,9 +64,55 @@ export function registerKeysCommand(program: Command): void {
       process.stdout.write(`${generateCrosswalkSecret()}\n`);
     });
   keys
+    .command('status')
+    .description(
+      'how much rests under each key of CROSSWALK_KEYS other than its sealing key (what keys rotate --live would move); changes nothing',
+    )
+    .action(async () => {
+      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      const keyring = crosswalkKeysFrom(config);
+      const rotation = keyring.rotation();
+      process.stdout.write(
+        `crosswalk keys   ${keyring.ids.join(', ')} (sealing: ${keyring.sealingId})\n`,
+      );
+      if (rotation === undefined) {
+        process.stdout.write('remaining        0 (one key: nothing to move)\n');
+        return;
+      }
+      const redis = requestConnection(config.redis, 'cw-keys-status', { enableOfflineQueue: true });
+      try {
+        const report = await rotateKeys({
+          redis,
+          prefix: Partitions.of(config.redis),
+          crosswalk: rotation,
+          dryRun: true,
+        });
+        const unreadable = printReport(report);
+        const remaining = Object.values(report).reduce((sum, count) => sum + count.resealed, 0);
+        const older = rotation.from.ids.join(', ');
+        process.stdout.write(
+          remaining === 0 && unreadable === 0
+            ? `remaining        0: nothing rests under ${older}; remove it from CROSSWALK_KEYS\n`
+            : `remaining        ${remaining} under ${older}` +
+                (remaining > 0 ? ': run keys rotate --live' : '') +
+                (unreadable > 0
+                  ? `; ${unreadable} unreadable or in conflict, which a re-seal leaves as they are (docs/security-and-privacy.md, key rotation)`
+                  : '') +
+                '\n',
+        );
+        if (remaining > 0 || unreadable > 0) process.exitCode = 1;
+      } finally {
+        await redis.quit();
+      }
+    });
+  keys
     .command('rotate')
     .description(
-      're-seal everything under the new CROSSWALK_KEY / OUTBOUND_KEY (as configured) that the old key (named by --*-from-env) sealed; run with the pipeline stopped; safe to run again',
+      're-seal everything under the new CROSSWALK_KEY / OUTBOUND_KEY (as configured) that the old key (named by --*-from-env) sealed; run with the pipeline stopped; safe to run again. With --live: re-seal what rests under the older keys of CROSSWALK_KEYS with its sealing key, while updates flow',
+    )
+    .option(
+      '--live',
+      'move everything under the older keys of CROSSWALK_KEYS to its first (sealing) key while the pipeline runs (see docs/security-and-privacy.md, key rotation)',
     )
     .option(
       '--crosswalk-from-env <variable>',
@@ -52,10 +125,41 @@ export function registerKeysCommand(program: Command): void {
     .option('--dry-run', 'count what would be re-sealed and change nothing')
     .option('--force', 'run even though queue workers are connected (not recommended)')
     .action(async (options: RotateOptions) => {
+      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
+      if (options.live === true) {
+        if (options.crosswalkFromEnv !== undefined || options.outboundFromEnv !== undefined) {
+          throw new StartupError(
+            '--live takes its keys from CROSSWALK_KEYS: no --crosswalk-from-env / --outbound-from-env',
+          );
+        }
+        const { rotation } = liveRotation(config);
+        const redis = requestConnection(config.redis, 'cw-keys-rotate', {
+          enableOfflineQueue: true,
+        });
+        try {
+          const report = await rotateKeys({
+            redis,
+            prefix: Partitions.of(config.redis),
+            crosswalk: rotation,
+            dryRun: options.dryRun === true,
+          });
+          const unreadable = printReport(report);
+          process.stdout.write(
+            options.dryRun === true
+              ? 'dry run: nothing changed\n'
+              : unreadable === 0
+                ? `done: re-sealed under key id "${rotation.to.sealingId}"; check with keys status before removing ${rotation.from.ids.join(', ')}\n`
+                : `${unreadable} item(s) unreadable or in conflict were left as they are\n`,
+          );
+          if (unreadable > 0) process.exitCode = 1;
+        } finally {
+          await redis.quit();
+        }
+        return;
+      }
       if (options.crosswalkFromEnv === undefined && options.outboundFromEnv === undefined) {
         throw new StartupError('name an old key: --crosswalk-from-env and/or --outbound-from-env');
       }
-      const config = loadConfig({ file: program.opts<{ config?: string }>().config });
       let crosswalk;
       if (options.crosswalkFromEnv !== undefined) {
         const to = config.identity.crosswalk_key;
@@ -102,13 +206,7 @@ export function registerKeysCommand(program: Command): void {
           outbound,
           dryRun: options.dryRun === true,
         });
-        let unreadable = 0;
-        for (const [kind, count] of Object.entries(report)) {
-          unreadable += count.unreadable;
-          process.stdout.write(
-            `${kind.padEnd(16)} resealed ${count.resealed}  already ${count.already}  unreadable ${count.unreadable}\n`,
-          );
-        }
+        const unreadable = printReport(report);
         process.stdout.write(
           options.dryRun === true
             ? 'dry run: nothing changed\n'

@@ -9,6 +9,7 @@ import { requestConnection } from '../../queues/redis-connections.ts';
 import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { patientAdminFor } from '../../app/patient-admin-for.ts';
 import { valueOrStdinLine } from '../stdin-line.ts';
+import { registerPatientDuplicates } from './patient-duplicates.ts';
 
 interface PatientOptions {
   patientId: string;
@@ -73,7 +74,10 @@ const counts = (c: Record<string, number>) =>
 export function registerPatientCommands(program: Command): void {
   const patient = program
     .command('patient')
-    .description('erase a patient, or opt a patient out of (or back into) concordance queries');
+    .description(
+      'erase a patient, opt a patient out of (or back into) concordance queries, or count duplicates',
+    );
+  registerPatientDuplicates(patient, program);
 
   patient
     .command('purge')

@@ -9,6 +9,7 @@ import { CONCORDANCE_QUERIES } from '../../queues/queue-names.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { repartition } from '../../runtime/repartition.ts';
 import { StartupError } from '../../config/startup-error.ts';
+import { registerRedisBackupCommands } from './redis-backup.ts';
 
 function partitionCount(raw: string): number {
   const n = Number(raw);
@@ -103,4 +104,5 @@ export function registerRedisCommand(program: Command): void {
         await connection.quit();
       }
     });
+  registerRedisBackupCommands(redis, program);
 }

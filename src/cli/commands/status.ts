@@ -22,6 +22,38 @@ function pausedCell(queue: QueueStatus): string {
   return queue.paused ? 'yes' : 'no';
 }
 
+/** Each partition's submissions: waiting, delayed, active, and those retrying after a failure. */
+function submissionLines(status: PipelineStatus): string[] {
+  const now = Date.parse(status.generated_at);
+  return status.submissions.map((s) => {
+    const where = status.partitions > 1 ? ` (partition ${s.partition})` : '';
+    const retrying = `${s.retrying}${s.complete ? '' : '+'} retrying after a failure`;
+    const last =
+      s.last_error === null
+        ? ''
+        : ` (last error: ${s.last_error}` +
+          (s.last_error_at === null ? ')' : `, ${formatDuration(now - s.last_error_at)} ago)`);
+    return `queries waiting to be submitted${where}: ${s.waiting} waiting, ${s.delayed} delayed, ${s.active} active; ${retrying}${last}`;
+  });
+}
+
+/** The service's health per host, as the workers last reported it. */
+function serviceLines(status: PipelineStatus): string[] {
+  if (status.service.length === 0) return ['service: no worker has reported a request yet'];
+  const now = Date.parse(status.generated_at);
+  const ago = (at: number | null) => (at === null ? 'never' : `${formatDuration(now - at)} ago`);
+  return status.service.map((h) => {
+    const state =
+      h.up || h.last_failure === null
+        ? 'up'
+        : `FAILING: ${h.last_failure.status} on ${h.last_failure.endpoint}, ${h.consecutive_failures} failed requests in a row`;
+    return (
+      `service ${h.host}: ${state}; last success ${ago(h.last_success_at)}, ` +
+      `last failure ${ago(h.last_failure_at)} (reported ${ago(h.reported_at)})`
+    );
+  });
+}
+
 export function statusTable(status: PipelineStatus): string {
   // With partitions, each partition's queues are named `<queue> [p<n>]`.
   const nameOf = (q: QueueStatus) =>
@@ -73,6 +105,8 @@ export function statusTable(status: PipelineStatus): string {
           : `, oldest due ${Math.round(p.oldest_due_ms / 1_000)} s ago`) +
         (p.held_ms === null ? '' : `, held ${Math.ceil(p.held_ms / 1_000)} s for a rate limit`),
     ),
+    ...submissionLines(status),
+    ...serviceLines(status),
     ...unmapped,
     status.partitions > 1
       ? `(Redis prefix ${status.prefix}, ${status.partitions} partitions, ${status.generated_at})`
@@ -95,7 +129,7 @@ export function registerStatusCommand(program: Command): void {
   program
     .command('status')
     .description(
-      'queue counts, paused or rate-limited queues, the oldest waiting job, dead letters',
+      'queue counts, paused or rate-limited queues, the oldest waiting job, dead letters, retrying submissions, the service health',
     )
     .option('--json', 'print one JSON document instead of a table')
     .action(async (opts: { json?: boolean }) => {

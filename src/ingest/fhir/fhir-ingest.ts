@@ -44,8 +44,12 @@ export interface FhirIngestOptions {
   tracker: EventTracker;
   /** Undefined when `fhir.base_url` is not set: id-only payloads then cannot be fetched. */
   client: FhirClient | undefined;
-  /** `fhir.patient_identifier_system`: null = the Patient's logical id is the local id. */
-  patientIdentifierSystem: string | null;
+  /**
+   * The identifier systems whose value is a Patient's local id, tried in order
+   * (`fhir.patient_identifier_system`, then `identity.patient_key.hospital_mrn`'s: see
+   * `fhirPatientKeySystems`); empty = the Patient's logical id is the local id.
+   */
+  patientIdentifierSystems: readonly string[];
   metrics: FhirMetrics;
   /** @defaultValue `() => new Date()` */
   now?: () => Date;
@@ -191,23 +195,23 @@ export class FhirIngest {
 
   /** The local id of the Patient with this logical id. */
   async #localId(patientId: string, payload: Payload, loc: Loc): Promise<string> {
-    const system = this.#o.patientIdentifierSystem;
-    if (system === null) return patientId;
+    const systems = this.#o.patientIdentifierSystems;
+    if (systems.length === 0) return patientId;
     let patient: unknown = payload.find(`Patient/${patientId}`)?.resource;
     if (patient === undefined) {
       patient = await this.#client().read('Patient', patientId);
       if (patient === undefined)
         throw invalid(loc, 'the subject Patient does not exist on the FHIR server');
     }
-    const parsed = parsePatient(patient, loc);
-    const value = parsed.identifier?.find((i) => i.system === system && i.value)?.value;
-    if (value === undefined) {
-      throw invalid(
-        loc,
-        'the Patient has no identifier of the configured system (fhir.patient_identifier_system)',
-      );
+    const identifiers = parsePatient(patient, loc).identifier ?? [];
+    for (const system of systems) {
+      const value = identifiers.find((i) => i.system === system && i.value)?.value;
+      if (value !== undefined) return value;
     }
-    return value;
+    throw invalid(
+      loc,
+      'the Patient has no identifier of the configured systems (fhir.patient_identifier_system, identity.patient_key.hospital_mrn.fhir_identifier_systems)',
+    );
   }
 
   /**
@@ -443,7 +447,7 @@ export class FhirIngest {
     if (deleter === undefined) {
       throw new FhirDeleteUnavailableError('patient purge is not configured in this process');
     }
-    if (this.#o.patientIdentifierSystem !== null) {
+    if (this.#o.patientIdentifierSystems.length > 0) {
       // The deleted Patient can no longer be read for its identifier: see docs/clinical-feeds.md.
       this.#o.metrics.ignore('delete_unresolvable');
       return 'ignored';

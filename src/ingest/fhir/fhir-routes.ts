@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { RedisClient } from '../../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../../config/config-schema.ts';
+import { fhirPatientKeySystems } from '../../config/patient-key.ts';
 import { outboundAgents } from '../../connections/outbound-agents.ts';
 import type { Crosswalk } from '../../identity/crosswalk.ts';
 import type { PresetStore } from '../../presets/preset-store.ts';
@@ -37,7 +38,8 @@ import { FHIR_JSON_TYPES } from './fhir-resource.ts';
 import { NotificationBundleSchema } from './notification.ts';
 
 export interface FhirRouteOptions {
-  config: Pick<Config, 'fhir' | 'presets' | 'redis'> & Partial<Pick<Config, 'outbound'>>;
+  config: Pick<Config, 'fhir' | 'presets' | 'redis'> &
+    Partial<Pick<Config, 'outbound'>> & { identity: Pick<Config['identity'], 'patient_key'> };
   /** The request connection. */
   redis: RedisClient;
   crosswalk: Crosswalk;
@@ -159,7 +161,7 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
     updates,
     tracker: new EventTracker({ redis: options.redis, prefix: config.redis.prefix }),
     client,
-    patientIdentifierSystem: config.fhir.patient_identifier_system,
+    patientIdentifierSystems: fhirPatientKeySystems(config),
     metrics: new FhirMetrics(options.registry),
     patients: patientDeleter(options.admin),
   });

@@ -89,6 +89,58 @@ describe('parseNotification', () => {
     );
   });
 
+  /** An R4 backport handshake whose `subscription` parameter is `value`. */
+  const handshake = (value: Record<string, unknown>) => ({
+    resourceType: 'Bundle',
+    type: 'history',
+    entry: [
+      {
+        resource: {
+          resourceType: 'Parameters',
+          parameter: [
+            { name: 'subscription', ...value },
+            { name: 'topic', valueCanonical: 'http://example.org/topics/t' },
+            { name: 'type', valueCode: 'handshake' },
+          ],
+        },
+      },
+    ],
+  });
+  const SUB = 'https://ehr.example.org/fhir/Subscription/s-1';
+
+  it.each([
+    ['valueReference', { valueReference: { reference: SUB } }],
+    ['valueString (the IG reference server)', { valueString: SUB }],
+    ['valueUri', { valueUri: SUB }],
+    ['valueCanonical', { valueCanonical: SUB }],
+  ])('reads the subscription given as %s', (_name, value) => {
+    expect(parseNotification(handshake(value))).toMatchObject({
+      format: 'Parameters',
+      type: 'handshake',
+      subscription: SUB,
+    });
+  });
+
+  it.each([
+    ['an identifier-only valueReference', { valueReference: { identifier: { value: 's-1' } } }],
+    ['an empty valueString', { valueString: '' }],
+    ['a valueCode', { valueCode: 's-1' }],
+  ])('refuses a subscription given as %s, naming the forms it takes', (_name, value) => {
+    let error: unknown;
+    try {
+      parseNotification(handshake(value));
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(RequestValidationError);
+    expect(JSON.stringify(error)).not.toContain('s-1');
+    expect((error as Error).message + JSON.stringify(error)).toMatch(/valueString/);
+  });
+
+  it('refuses a non-string valueUri at its place', () => {
+    expect(() => parseNotification(handshake({ valueUri: 7 }))).toThrow(RequestValidationError);
+  });
+
   it.each([
     ['a non-history Bundle', { resourceType: 'Bundle', type: 'batch', entry: [{}] }],
     ['an empty Bundle', { resourceType: 'Bundle', type: 'history', entry: [] }],

@@ -115,6 +115,7 @@ const ParameterSchema = z.looseObject({
   valueCanonical: z.string().optional(),
   valueCode: z.string().optional(),
   valueString: z.string().optional(),
+  valueUri: z.string().optional(),
   valueUnsignedInt: z.int().optional(),
   valueInteger: z.int().optional(),
   valueInteger64: z.union([z.string(), z.int()]).optional(),
@@ -122,6 +123,18 @@ const ParameterSchema = z.looseObject({
   part: z.array(z.unknown()).optional(),
 });
 type Parameter = z.infer<typeof ParameterSchema>;
+
+/**
+ * The `subscription` parameter's value: a `valueReference` (the IG's profile), or the Subscription's
+ * URL as `valueString` (what the Subscriptions IG's reference server sends), `valueUri` or
+ * `valueCanonical`. The first of them present, in that order, is the subscription as written.
+ */
+const SubscriptionParameterSchema = z.union([
+  z.looseObject({ valueReference: ReferenceValue }).transform((p) => p.valueReference.reference),
+  z.looseObject({ valueString: z.string().min(1) }).transform((p) => p.valueString),
+  z.looseObject({ valueUri: z.string().min(1) }).transform((p) => p.valueUri),
+  z.looseObject({ valueCanonical: z.string().min(1) }).transform((p) => p.valueCanonical),
+]);
 
 const ParametersStatusSchema = z.looseObject({
   resourceType: z.literal('Parameters'),
@@ -169,12 +182,14 @@ function fromParameters(resource: unknown, loc: readonly (string | number)[]) {
       { loc: [...loc, 'parameter'], msg: `${name}: ${msg}`, type: 'missing' },
     ]);
 
-  const subscriptionRef = one('subscription')?.valueReference;
-  const subscription =
-    subscriptionRef !== undefined && 'reference' in subscriptionRef
-      ? (subscriptionRef.reference as string)
-      : undefined;
-  if (subscription === undefined) throw missing('subscription', 'a valueReference is required');
+  const subscriptionValue = SubscriptionParameterSchema.safeParse(one('subscription'));
+  if (!subscriptionValue.success) {
+    throw missing(
+      'subscription',
+      'a valueReference (with a reference), valueString, valueUri or valueCanonical is required',
+    );
+  }
+  const subscription = subscriptionValue.data;
   const type = z.enum(NOTIFICATION_TYPES).safeParse(one('type')?.valueCode);
   if (!type.success) throw missing('type', 'a notification type code is required');
   const since = eventNumber

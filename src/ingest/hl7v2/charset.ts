@@ -66,6 +66,26 @@ function lookUp(name: string): string | undefined {
   return encoding !== undefined && iconv.encodingExists(encoding) ? encoding : undefined;
 }
 
+/** Table 0211 names of the encodings {@link encodingOf} returns (for MSH-18 of an ACK). */
+const NAME_OF: Readonly<Record<string, string>> = {
+  'us-ascii': 'ASCII',
+  'utf-8': 'UNICODE UTF-8',
+  gb18030: 'GB 18030-2000',
+  'euc-kr': 'KS X 1001',
+  big5: 'BIG-5',
+};
+
+/**
+ * The HL7 table 0211 name of an iconv-lite encoding from {@link encodingOf}: `8859/1`,
+ * `UNICODE UTF-8`, `ASCII`… The Windows code pages have no table 0211 name: they are named as
+ * iconv-lite, Python, Java and iconv all know them (`windows-1252`).
+ */
+export function charsetNameOf(encoding: string): string {
+  const iso = /^iso-8859-(\d+)$/.exec(encoding);
+  if (iso !== null) return `8859/${iso[1]}`;
+  return NAME_OF[encoding] ?? encoding;
+}
+
 /** True when `name` is a character set this ingester decodes (for config validation). */
 export function isSupportedCharset(name: string): boolean {
   return encodingOf(name) !== undefined;

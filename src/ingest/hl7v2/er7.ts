@@ -7,13 +7,17 @@ import { ConcordanceError } from '../../errors/concordance-error.ts';
  */
 
 import { decodeBytes } from './charset.ts';
+import { skipLeadingNoiseText } from './leading-noise.ts';
 
 export interface Delimiters {
   field: string;
   component: string;
   repetition: string;
   escape: string;
+  /** '' when MSH-2 names only three encoding characters (no subcomponents then). */
   subcomponent: string;
+  /** The HL7 2.7+ truncation character, the fifth of MSH-2, when the message names one. */
+  truncation?: string;
   /**
    * The character set `\Xhh\` escapes are read in: the message's own (an iconv-lite encoding).
    * @defaultValue `'utf-8'`
@@ -56,23 +60,48 @@ export class Er7ParseError extends ConcordanceError {
 const SEGMENT_NAME = /^[A-Z][A-Z0-9]{2}$/;
 const ALLOWED_DELIMITER = /^[\x21-\x7e]$/;
 
-/** Reads the delimiters from the start of an MSH line, or undefined if they are unusable. */
-function delimitersOf(msh: string): Delimiters | undefined {
-  if (!msh.startsWith('MSH') || msh.length < 8) return undefined;
-  const field = msh.charAt(3);
-  const component = msh.charAt(4);
-  const repetition = msh.charAt(5);
-  const escape = msh.charAt(6);
-  const subcomponent = msh.charAt(7);
-  const chars = [field, component, repetition, escape, subcomponent];
-  if (!chars.every((c) => ALLOWED_DELIMITER.test(c) && !/[A-Za-z0-9]/.test(c))) return undefined;
-  if (new Set(chars).size !== chars.length) return undefined;
-  return { field, component, repetition, escape, subcomponent };
+/** A character usable as a delimiter: printable ASCII, neither a letter nor a digit. */
+export function isDelimiterChar(c: string): boolean {
+  return ALLOWED_DELIMITER.test(c) && !/[A-Za-z0-9]/.test(c);
 }
 
-/** Splits text into segment lines: CR, LF, CRLF; a BOM and trailing blanks are dropped. */
+/**
+ * Reads the delimiters from the start of an MSH line, or undefined if they are unusable. MSH-2 (up
+ * to the next field separator) holds three encoding characters (component, repetition, escape: no
+ * subcomponent separator), the usual four, or five (HL7 2.7+: a truncation character last); all
+ * distinct, none a letter or digit.
+ */
+function delimitersOf(msh: string): Delimiters | undefined {
+  if (!msh.startsWith('MSH') || msh.length < 7) return undefined;
+  const field = msh.charAt(3);
+  const next = msh.indexOf(field, 4);
+  const encoding = [...msh.slice(4, next === -1 ? msh.length : next)];
+  if (encoding.length < 3 || encoding.length > 5) return undefined;
+  const chars = [field, ...encoding];
+  if (!chars.every(isDelimiterChar)) return undefined;
+  if (new Set(chars).size !== chars.length) return undefined;
+  const [component = '', repetition = '', escape = '', subcomponent = '', truncation] = encoding;
+  return {
+    field,
+    component,
+    repetition,
+    escape,
+    subcomponent,
+    ...(truncation === undefined ? {} : { truncation }),
+  };
+}
+
+/** MSH-2 as the message wrote it (three, four or five encoding characters). */
+export function encodingCharacters(d: Delimiters): string {
+  return `${d.component}${d.repetition}${d.escape}${d.subcomponent}${d.truncation ?? ''}`;
+}
+
+/**
+ * Splits text into segment lines: CR, LF, CRLF; leading blank lines, spaces, stray VT bytes and a
+ * BOM, blank lines and trailing blanks are dropped.
+ */
 export function segmentLines(text: string): string[] {
-  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const body = skipLeadingNoiseText(text);
   return body
     .split(/\r\n|\r|\n/)
     .map((line) => line.replace(/[ \t]+$/, ''))
@@ -178,7 +207,8 @@ export function repetitions(raw: string, d: Delimiters): string[] {
  */
 export function component(rawRep: string, c: number, d: Delimiters, s = 1): string {
   const comp = rawRep.split(d.component)[c - 1] ?? '';
-  const sub = comp.split(d.subcomponent)[s - 1] ?? '';
+  // Without a subcomponent separator the component is its only subcomponent.
+  const sub = (d.subcomponent === '' ? [comp] : comp.split(d.subcomponent))[s - 1] ?? '';
   const value = unescapeValue(sub, d).trim();
   return value === '""' ? '' : value;
 }

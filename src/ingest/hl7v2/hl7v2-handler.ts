@@ -3,12 +3,14 @@ import type { Hl7v2Config } from '../../config/config-schema.ts';
 import type { ClinicalUpdates } from '../clinical-updates.ts';
 import { buildAck, type AckCode } from './ack.ts';
 import { buildBatchAck, isBatch, splitBatch } from './batch.ts';
-import { decodeMessage, isSupportedCharset } from './charset.ts';
+import { charsetNameOf, decodeMessage, isSupportedCharset } from './charset.ts';
 import { UnsupportedCharsetError } from './unsupported-charset-error.ts';
 import { Er7ParseError, parseEr7, type Er7Message } from './er7.ts';
 import { Hl7v2DeadlineError } from './hl7v2-deadline-error.ts';
 import type { Hl7v2Metrics, Hl7v2Outcome } from './hl7v2-metrics.ts';
+import { skipLeadingNoise } from './leading-noise.ts';
 import { headerOf, Hl7v2RejectError, mapMessage } from './map-message.ts';
+import { refusalHeaderOf } from './refusal-header.ts';
 
 /** What the HL7 v2 handler needs of the clinical updates (the lead's `ClinicalUpdates`). */
 export type ClinicalUpdatesPort = Pick<ClinicalUpdates, 'apply' | 'merge'>;
@@ -77,7 +79,10 @@ export interface Hl7v2Result {
    * otherwise the transport closes the connection (MLLP) or answers 503 (HTTP).
    */
   ack: string;
-  /** The iconv-lite encoding the message was read in: MLLP sends the ACK back in it. */
+  /**
+   * The iconv-lite encoding of `ack`, which its MSH-18 names: over MLLP the one the message was
+   * read in (the batch's first message's, for a batch), over HTTP UTF-8.
+   */
   encoding: string;
   /** False for an inbound ACK: nothing is sent back (answering it would start an ACK loop). */
   reply: boolean;
@@ -119,7 +124,8 @@ export class Hl7v2Handler {
    * and no batch ACK is sent (the sender resends the batch; messages already stored commit nothing
    * new the second time). `transportCharset` (an HTTP `Content-Type` charset) wins over MSH-18.
    */
-  async handleInput(bytes: Buffer, transportCharset?: string): Promise<Hl7v2Answer> {
+  async handleInput(input: Buffer, transportCharset?: string): Promise<Hl7v2Answer> {
+    const bytes = skipLeadingNoise(input);
     if (!isBatch(bytes)) {
       const result = await this.handleBytes(bytes, transportCharset);
       return {
@@ -137,7 +143,8 @@ export class Hl7v2Handler {
     for (const input of batch.batches) {
       const answers: string[] = [];
       for (const message of input.messages) {
-        const result = await this.handleBytes(message, transportCharset);
+        // One batch of ACKs is sent in one character set: the first message's.
+        const result = await this.handleBytes(message, transportCharset, encoding);
         messages += 1;
         if (result.outcome === 'unavailable') {
           this.#o.logger.info(
@@ -175,48 +182,57 @@ export class Hl7v2Handler {
    * One message's raw bytes: decoded by `transportCharset`, else MSH-18, else the listener default.
    * A message whose bytes are not valid in that character set (or whose MSH-18 names one this
    * receiver does not support) is answered AE and changes nothing: decoding never replaces bytes
-   * with U+FFFD, so two ids that differ in one letter never read alike.
+   * with U+FFFD, so two ids that differ in one letter never read alike. Leading blank lines,
+   * spaces, stray VT bytes and a BOM are skipped. `ackEncoding` (MLLP: a batch's ACK character set)
+   * wins over the message's own.
    */
-  async handleBytes(bytes: Buffer, transportCharset?: string): Promise<Hl7v2Result> {
+  async handleBytes(
+    input: Buffer,
+    transportCharset?: string,
+    ackEncoding?: string,
+  ): Promise<Hl7v2Result> {
+    const bytes = skipLeadingNoise(input);
     const decoded = decodeMessage(bytes, this.#defaultCharset, transportCharset);
-    if (decoded.ok) {
-      return { ...(await this.handle(decoded.text, decoded.encoding)), encoding: decoded.encoding };
-    }
+    if (decoded.ok) return this.handle(decoded.text, decoded.encoding, ackEncoding);
     // The MSH line alone, read as Latin-1 (exact for its ASCII fields), so that the AE echoes MSH-10.
-    const start = bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0;
-    const firstLine =
-      bytes
-        .subarray(start)
-        .toString('latin1')
-        .split(/\r\n|\r|\n/, 1)[0] ?? '';
-    let header: Er7Message | undefined;
-    try {
-      header = parseEr7(firstLine);
-    } catch {
-      header = undefined;
+    const header = refusalHeaderOf(bytes.toString('latin1'));
+    const encoding = this.#ackEncoding('iso-8859-1', ackEncoding);
+    if (header.message === undefined) {
+      return this.#finish({ controlId: header.controlId, encoding }, 'rejected', 'AR', {
+        code: '100',
+        text: 'the message does not start with a readable MSH segment',
+        location: 'MSH^1',
+      });
     }
     const text =
       decoded.reason === 'unsupported'
         ? 'MSH-18 names a character set this receiver does not support'
         : 'the message holds bytes that are not valid in its character set (MSH-18 or the listener default)';
-    const result =
-      header === undefined
-        ? this.#finish(undefined, 'rejected', 'AR', {
-            code: '100',
-            text: 'the message does not start with a readable MSH segment',
-            location: 'MSH^1',
-          })
-        : this.#finish(header, 'rejected', 'AE', { code: '102', text, location: 'MSH^1^18' });
-    return { ...result, encoding: 'iso-8859-1' };
+    return this.#finish({ message: header.message, encoding }, 'rejected', 'AE', {
+      code: '102',
+      text,
+      location: 'MSH^1^18',
+    });
   }
 
+  /** The encoding of an ACK: UTF-8 over HTTP; over MLLP `forced` (a batch's), else the message's. */
+  #ackEncoding(messageEncoding: string, forced: string | undefined): string {
+    if ((this.#o.transport ?? 'mllp') === 'http') return 'utf-8';
+    return forced ?? messageEncoding;
+  }
+
+  /**
+   * Counts, logs and builds the ACK. `to.message` is the message (its MSH at least); without it,
+   * `to.controlId` (MSH-10 read by MSH-1 alone) is MSA-2. `to.encoding`: the ACK's encoding.
+   */
   #finish(
-    message: Er7Message | undefined,
+    to: { message?: Er7Message; controlId?: string | undefined; encoding: string },
     outcome: Hl7v2Outcome,
     code: AckCode,
     error?: { code: string; text: string; location?: string },
     reply = true,
   ): Hl7v2Result {
+    const { message } = to;
     const header = message === undefined ? undefined : headerOf(message);
     const type = header === undefined ? undefined : `${header.type}^${header.trigger}`;
     this.#o.metrics.count(type, outcome);
@@ -231,7 +247,7 @@ export class Hl7v2Handler {
     this.#o.logger.info(
       {
         message_type: type ?? null,
-        control_id: header?.controlId.slice(0, 64) ?? null,
+        control_id: (header?.controlId ?? to.controlId)?.slice(0, 64) ?? null,
         outcome,
         transport,
         // The ACK the sender gets: none (null) when a transient failure closes the MLLP
@@ -241,26 +257,42 @@ export class Hl7v2Handler {
       },
       'hl7v2 message',
     );
-    return { outcome, code, ack: buildAck(message, code, error), encoding: 'utf-8', reply };
+    const ack = buildAck(message, code, error, {
+      charset: charsetNameOf(to.encoding),
+      ...(to.controlId === undefined ? {} : { controlId: to.controlId }),
+    });
+    return { outcome, code, ack, encoding: to.encoding, reply };
   }
 
-  /** One decoded message; `encoding` is its character set (for `\Xhh\` escapes). */
-  async handle(text: string, encoding?: string): Promise<Hl7v2Result> {
+  /**
+   * One decoded message; `encoding` is its character set (for `\Xhh\` escapes, and over MLLP the
+   * ACK's unless `ackEncoding` says otherwise).
+   */
+  async handle(text: string, encoding?: string, ackEncoding?: string): Promise<Hl7v2Result> {
+    const ackIn = this.#ackEncoding(encoding ?? 'utf-8', ackEncoding);
+    const finish = (
+      message: Er7Message,
+      outcome: Hl7v2Outcome,
+      code: AckCode,
+      error?: { code: string; text: string; location?: string },
+      reply?: boolean,
+    ) => this.#finish({ message, encoding: ackIn }, outcome, code, error, reply);
     let message: Er7Message;
     try {
       message = parseEr7(text, encoding);
     } catch (err) {
       if (!(err instanceof Er7ParseError)) throw err;
-      if (!err.mshReadable) {
-        return this.#finish(undefined, 'rejected', 'AR', {
+      // The MSH alone (after any leading blank line) when a later segment cannot be read; else
+      // MSH-10 by MSH-1 alone, if there is one: either way every refusal echoes MSH-10.
+      const header = refusalHeaderOf(text);
+      if (!err.mshReadable || header.message === undefined) {
+        return this.#finish({ controlId: header.controlId, encoding: ackIn }, 'rejected', 'AR', {
           code: '100',
           text: err.message,
           location: 'MSH^1',
         });
       }
-      // The MSH can be read even though a later segment cannot: echo its MSH-10.
-      const headerOnly = parseEr7(text.split(/\r\n|\r|\n/, 1)[0] ?? '');
-      return this.#finish(headerOnly, 'rejected', 'AE', {
+      return finish(header.message, 'rejected', 'AE', {
         code: '100',
         text: err.message,
         ...(err.sequence === undefined ? {} : { location: `SEG^${err.sequence}` }),
@@ -269,14 +301,14 @@ export class Hl7v2Handler {
 
     const header = headerOf(message);
     if (header.type === '') {
-      return this.#finish(message, 'rejected', 'AR', {
+      return finish(message, 'rejected', 'AR', {
         code: '101',
         text: 'MSH-9 (message type) is empty',
         location: 'MSH^1^9',
       });
     }
     if (header.controlId === '') {
-      return this.#finish(message, 'rejected', 'AE', {
+      return finish(message, 'rejected', 'AE', {
         code: '101',
         text: 'MSH-10 (message control id) is empty',
         location: 'MSH^1^10',
@@ -288,19 +320,19 @@ export class Hl7v2Handler {
       mapped = mapMessage(message, this.#o.config);
     } catch (err) {
       if (!(err instanceof Hl7v2RejectError)) throw err;
-      return this.#finish(message, 'rejected', 'AE', {
+      return finish(message, 'rejected', 'AE', {
         code: err.errorCode,
         text: err.message,
         location: err.location,
       });
     }
-    if (mapped.action === 'ignore') return this.#finish(message, 'ignored', 'AA');
+    if (mapped.action === 'ignore') return finish(message, 'ignored', 'AA');
     if (mapped.action === 'no_reply') {
-      return this.#finish(message, 'ignored', 'AA', undefined, false);
+      return finish(message, 'ignored', 'AA', undefined, false);
     }
     const patients = this.#o.patients;
     if (mapped.action === 'delete' && patients === undefined) {
-      return this.#finish(message, 'rejected', 'AE', {
+      return finish(message, 'rejected', 'AE', {
         code: '200',
         text: 'patient delete (A23/A29) is not enabled on this listener',
         location: 'MSH^1^9',
@@ -339,11 +371,11 @@ export class Hl7v2Handler {
         { err: { name: (err as Error).name, code: (err as { code?: unknown }).code } },
         'hl7v2 message could not be stored',
       );
-      return this.#finish(message, 'unavailable', 'AR', {
+      return finish(message, 'unavailable', 'AR', {
         code: '207',
         text: 'storage is unavailable: resend the message later',
       });
     }
-    return this.#finish(message, 'accepted', 'AA');
+    return finish(message, 'accepted', 'AA');
   }
 }

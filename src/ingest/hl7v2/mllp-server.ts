@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   createServer as createTcpServer,
   type AddressInfo,
@@ -9,11 +8,13 @@ import { createServer as createTlsServer } from 'node:tls';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { Hl7v2Config } from '../../config/config-schema.ts';
+import { logListenerSecurity } from '../../connections/listener-security-log.ts';
 import { buildAck } from './ack.ts';
 import { encodeText } from './charset.ts';
-import { parseEr7 } from './er7.ts';
 import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
+import { mllpTls } from './mllp-tls.ts';
+import { refusalHeaderOf } from './refusal-header.ts';
 
 const VT = 0x0b;
 const FS = 0x1c;
@@ -69,7 +70,8 @@ interface Connection {
  * decoded by its MSH-18 (else `charset.mllp_default`) and its ACK sent back in the same character
  * set; a batch frame (FHS/BHS) is answered with one batch of ACKs, or, when any of its messages
  * could not be stored, not at all (the connection is closed). TLS when
- * `mllp.tls.cert_path` and `key_path` are set.
+ * `mllp.tls.cert_path` and `key_path` are set, reloaded when they change, with client
+ * certificates per `ca_path` and `client_certificates` (see `mllpTls`).
  */
 export async function startMllpServer(options: MllpServerOptions): Promise<MllpServer> {
   const { config, logger } = options;
@@ -142,20 +144,18 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
   };
 
   const refuseOversize = (c: Connection, head: string) => {
-    let message;
-    try {
-      message = parseEr7(head.split(/\r\n|\r|\n/, 1)[0] ?? '');
-    } catch {
-      message = undefined;
-    }
+    // Its MSH (after any leading blank line), else MSH-10 by MSH-1 alone: the AR names the message.
+    const { message, controlId } = refusalHeaderOf(head);
     logger.info({ outcome: 'rejected', reason: 'message too large' }, 'hl7v2 frame refused');
-    if (message !== undefined) {
+    if (message !== undefined || controlId !== undefined) {
       c.socket.write(
         frameOf(
-          buildAck(message, 'AR', {
-            code: '207',
-            text: `message larger than ${maxBytes} bytes`,
-          }),
+          buildAck(
+            message,
+            'AR',
+            { code: '207', text: `message larger than ${maxBytes} bytes` },
+            { charset: 'UNICODE UTF-8', ...(controlId === undefined ? {} : { controlId }) },
+          ),
         ),
       );
     }
@@ -263,14 +263,18 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
     });
   };
 
-  const { cert_path: certPath, key_path: keyPath } = config.mllp.tls;
-  const server: Server =
-    certPath !== null && keyPath !== null
-      ? createTlsServer(
-          { cert: readFileSync(certPath), key: readFileSync(keyPath), allowHalfOpen: true },
-          onConnection,
-        )
-      : createTcpServer({ allowHalfOpen: true }, onConnection);
+  const tls = mllpTls(config.mllp.tls, logger);
+  let server: Server;
+  if (tls === undefined) {
+    server = createTcpServer({ allowHalfOpen: true }, onConnection);
+  } else {
+    const tlsServer = createTlsServer(
+      { ...tls.serverOptions(), allowHalfOpen: true },
+      onConnection,
+    );
+    tls.attach(tlsServer);
+    server = tlsServer;
+  }
 
   // Over the cap, node closes a new connection at once: logged once until the count falls again.
   server.maxConnections = config.mllp.max_connections;
@@ -293,7 +297,13 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
     });
   });
   const port = (server.address() as AddressInfo).port;
-  logger.info({ port, tls: certPath !== null && keyPath !== null }, 'mllp listening');
+  logger.info({ port, tls: tls !== undefined }, 'mllp listening');
+  logListenerSecurity(logger, {
+    listener: 'mllp',
+    port,
+    tls: tls !== undefined,
+    clientCertificates: config.mllp.tls.client_certificates,
+  });
 
   return {
     port,
@@ -307,6 +317,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
       return { connections: connections.size, bufferedBytes };
     },
     async close() {
+      tls?.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const c of connections) {
         closeConnection(c);

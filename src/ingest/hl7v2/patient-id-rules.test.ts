@@ -137,3 +137,29 @@ describe('hl7v2.patient_id config', () => {
     expect(empty.success).toBe(false);
   });
 });
+
+describe('identity.patient_key.hospital_mrn (one key across feeds)', () => {
+  const withMrn = (authorities: string) =>
+    loadConfig({
+      env: {
+        INGEST_TOKENS: 'rules-test-token-0123456789',
+        MRN_HL7V2_AUTHORITIES: authorities,
+      },
+    }).hl7v2.patient_id;
+
+  it('keys an id of an MRN authority (namespace or universal id) by the id alone', () => {
+    const config = withMrn('GOODHEALTH,2.16.840.1.113883.19.5');
+    expect(keyOf('PID|1||PATID^^^GOODHEALTH^MR', config)).toBe('PATID');
+    expect(keyOf('PID|1||PATID^^^&2.16.840.1.113883.19.5&ISO^MR', config)).toBe('PATID');
+    // Another authority stays qualified; the MRG of a merge is keyed the same way.
+    expect(keyOf('PID|1||PATID^^^OTHER^MR', config)).toBe('OTHER|PATID');
+    const m = message('PID|1||1^^^GOODHEALTH^MR', 'MRG|456^^^GOODHEALTH^MR');
+    const mrg = segmentsNamed(m, 'MRG')[0];
+    expect(mrg && priorKeyOfMrg(mrg, m.delimiters, config)).toBe('456');
+  });
+
+  it('without it, as before: the id keeps its authority', () => {
+    expect(keyOf('PID|1||PATID^^^GOODHEALTH^MR')).toBe('GOODHEALTH|PATID');
+    expect(DEFAULT.unqualified_authorities).toEqual([]);
+  });
+});

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { tokenActor } from '../../privacy/audit-actor.ts';
 import { ForbiddenError } from '../errors/forbidden-error.ts';
 import { UnauthorizedError } from '../errors/unauthorized-error.ts';
+import type { AuthFailure } from './unauthorized-log.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -78,9 +79,14 @@ export function installBearerAuth(
     const config = request.routeOptions.config;
     // The queue view's routes check the view's own tokens (queueViewRoutes).
     if (config.public === true || config.queueView === true) return;
+    // Why a 401 was answered, for cw_ingest_unauthorized_total and its log line.
+    const refuse = (reason: AuthFailure, message: string) => {
+      request.authFailure = reason;
+      return new UnauthorizedError(message);
+    };
     const token = bearerTokenOf(request.headers.authorization);
     if (token === undefined) {
-      throw new UnauthorizedError('missing bearer token: send Authorization: Bearer <token>');
+      throw refuse('missing', 'missing bearer token: send Authorization: Bearer <token>');
     }
     if (config.admin === true) {
       const index = adminIndex(token);
@@ -91,8 +97,8 @@ export function installBearerAuth(
       if (isAccepted(token)) {
         throw new ForbiddenError('this token may not administer patients: use one of ADMIN_TOKENS');
       }
-      throw new UnauthorizedError('invalid bearer token');
+      throw refuse('invalid', 'invalid bearer token');
     }
-    if (!isAccepted(token)) throw new UnauthorizedError('invalid bearer token');
+    if (!isAccepted(token)) throw refuse('invalid', 'invalid bearer token');
   });
 }

@@ -186,6 +186,10 @@ export async function queueViewRoutes(
     if (!signedIn(request)) {
       const page = request.method === 'GET' && !route.startsWith(API) && !route.startsWith(STATIC);
       if (page) return reply.redirect(QUEUE_VIEW_LOGIN, 303);
+      const presented =
+        request.headers.authorization !== undefined ||
+        request.cookies[QUEUE_VIEW_COOKIE] !== undefined;
+      request.authFailure = presented ? 'invalid' : 'missing';
       return answer(
         reply,
         new UnauthorizedError(
@@ -212,7 +216,10 @@ export async function queueViewRoutes(
   app.post('/login', async (request, reply) => {
     const form = LoginFormSchema.safeParse(request.body);
     const session = form.success ? sessions.open(form.data.token) : undefined;
-    if (session === undefined) return login(reply, true);
+    if (session === undefined) {
+      request.authFailure = form.success && form.data.token !== '' ? 'invalid' : 'missing';
+      return login(reply, true);
+    }
     const secure = config.secure_cookie === 'always' || overTls(request);
     return reply
       .setCookie(QUEUE_VIEW_COOKIE, session, {

@@ -147,11 +147,18 @@ export class DeliveryFixture {
       delivery?: Parameters<typeof deliveryConfig>[2];
       /** How many webhook workers to start. @defaultValue 1 */
       workers?: number;
+      /**
+       * What WEBHOOK_SECRET holds, as the environment gives it (several secrets separated by spaces
+       * or commas); the receiver verifies with `secret`. @defaultValue `secret`
+       */
+      webhookSecret?: string;
+      /** The receiver's secret. @defaultValue a new one */
+      secret?: string;
     } = {},
   ): Promise<DeliveryFixture> {
-    const secret = newSecret();
+    const secret = options.secret ?? newSecret();
     const receiver = await startWebhookReceiver({ secret, respond: options.respond });
-    const config = deliveryConfig(receiver.url, secret, options.delivery);
+    const config = deliveryConfig(receiver.url, options.webhookSecret ?? secret, options.delivery);
     const isolated = await isolatedRedis();
     const { redis, prefix } = isolated;
     const logs = captureLogs();

@@ -12,6 +12,9 @@ interface Probe {
   body: { status?: string; checks?: Record<string, boolean> };
 }
 
+/** A worker's `/readyz` reports the service without deciding on it; none asked yet here. */
+const NO_REQUESTS = { up: null, hosts: [] };
+
 async function probe(url: string): Promise<Probe> {
   const response = await fetch(url);
   return { status: response.status, body: (await response.json()) as Probe['body'] };
@@ -69,14 +72,14 @@ describe('worker /healthz and /readyz', () => {
     const url = await startWorker();
     expect(await probe(`${url}/readyz`)).toEqual({
       status: 200,
-      body: { status: 'ready', checks: { redis: true, workers: true } },
+      body: { status: 'ready', checks: { redis: true, workers: true }, service: NO_REQUESTS },
     });
     expect(await probe(`${url}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
 
     await redis?.stop();
     expect(await probe(`${url}/readyz`)).toEqual({
       status: 503,
-      body: { status: 'not ready', checks: { redis: false, workers: true } },
+      body: { status: 'not ready', checks: { redis: false, workers: true }, service: NO_REQUESTS },
     });
     // Liveness does not depend on Redis: restarting the process would not bring it back.
     expect(await probe(`${url}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
@@ -87,7 +90,11 @@ describe('worker /healthz and /readyz', () => {
       () => probe(`${url}/readyz`),
       (p) => p.status === 200,
     );
-    expect(back.body).toEqual({ status: 'ready', checks: { redis: true, workers: true } });
+    expect(back.body).toEqual({
+      status: 'ready',
+      checks: { redis: true, workers: true },
+      service: NO_REQUESTS,
+    });
 
     // The outage is in the JSON log once, however many reconnect attempts it took.
     await logs.waitFor((e) => e.msg === 'redis reachable again');
@@ -104,7 +111,7 @@ describe('worker /healthz and /readyz', () => {
 
     expect(await probe(`${url}/readyz`)).toEqual({
       status: 503,
-      body: { status: 'not ready', checks: { redis: true, workers: false } },
+      body: { status: 'not ready', checks: { redis: true, workers: false }, service: NO_REQUESTS },
     });
     expect(await probe(`${url}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
   });

@@ -25,7 +25,7 @@ function fhirIntake(harness: PipelineHarness): FhirIngest {
     }),
     tracker: new EventTracker({ redis: harness.redis, prefix: harness.prefix }),
     client: undefined,
-    patientIdentifierSystem: null,
+    patientIdentifierSystems: [],
     metrics: new FhirMetrics(new Registry()),
   });
 }

@@ -285,6 +285,12 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
         expect({ path, status: response.status }).toEqual({ path, status: 401 });
       }
     }
+    // Every 401 is counted by route pattern and reason (no credentials, or ones not accepted).
+    const metrics = await (await fetch(`${stack.url}/metrics`)).text();
+    const counted = (reason: string) =>
+      `cw_ingest_unauthorized_total{route="/admin/queues/api/queues",reason="${reason}"}`;
+    expect(metrics).toContain(`${counted('missing')} 1\n`);
+    expect(metrics).toContain(`${counted('invalid')} 3\n`);
     // The view's token opens nothing of the ingest API either.
     const ingestRoute = await fetch(`${stack.url}/v1/presets/x`, { headers: VIEW });
     expect(ingestRoute.status).toBe(401);
@@ -302,6 +308,9 @@ describe('queue view API (bull-board under /admin/queues, its own token)', () =>
     expect(refused.status).toBe(401);
     expect(refused.headers.get('set-cookie')).toBeNull();
     expect(await refused.text()).toContain('That token is not accepted.');
+    expect(await (await fetch(`${stack.url}/metrics`)).text()).toContain(
+      'cw_ingest_unauthorized_total{route="/admin/queues/login",reason="invalid"} 1\n',
+    );
 
     const accepted = await form(VIEW_TOKEN);
     expect(accepted.status).toBe(303);

@@ -159,6 +159,10 @@ describe('service errors', () => {
       'network',
       'network',
     ]);
+    // Each attempt names the host (no path, no key) and the network error's code.
+    for (const r of hooks.responses) {
+      expect(r).toMatchObject({ host: `127.0.0.1:${port}`, code: 'ECONNREFUSED' });
+    }
     expect(recorder.delays).toHaveLength(3);
     expectRedacted(error);
 

@@ -61,6 +61,8 @@ export async function startFhirHarness(
     admin?: boolean;
     /** Map SNOMED CT / ICD-9-CM problems as the ingest process does (`terminology.*`). */
     terminology?: boolean;
+    /** More environment for `loadConfig` (e.g. `MRN_FHIR_SYSTEMS`). @defaultValue none */
+    env?: Record<string, string>;
   } = {},
 ): Promise<FhirHarness> {
   const env = await isolatedRedis();
@@ -73,6 +75,7 @@ export async function startFhirHarness(
       ...(options.fhirBaseUrl === null ? {} : { FHIR_BASE_URL: fhir.baseUrl }),
       FHIR_TOKEN: options.fhirToken ?? FHIR_TOKEN,
       CROSSWALK_KEY: generateCrosswalkSecret(),
+      ...options.env,
     },
   });
   const config: Config = {
