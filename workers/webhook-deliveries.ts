@@ -384,6 +384,8 @@ export async function initWebhookDeliveriesWorker(deps: WebhookDeliveriesDeps): 
   name: string;
   queue: Queue<WebhookJobData>;
   worker: Worker<WebhookJobData, WebhookJobResult>;
+  /** The partition's delivery state (read by `cw_webhook_oldest_retry_seconds`). */
+  store: WebhookDeliveryStore;
 }> {
   const { connection, prefix } = deps;
   const webhook = webhookSettingsOf(deps.config);
@@ -405,5 +407,5 @@ export async function initWebhookDeliveriesWorker(deps: WebhookDeliveriesDeps): 
   );
   logFailedJobs(worker, deps.logger);
   await startUpkeep(worker, parts, webhook.probe_interval_ms);
-  return { name: WEBHOOK_DELIVERIES, queue, worker };
+  return { name: WEBHOOK_DELIVERIES, queue, worker, store: parts.store };
 }

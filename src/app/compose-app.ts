@@ -7,6 +7,7 @@ import { StartupError } from '../config/startup-error.ts';
 import { createDeliveryRouter, type DeliveryRouting } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { deploymentQueues } from '../delivery/deployment-queues.ts';
+import { outboundKeyringOf } from '../delivery/outbound-keyring.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import type { ResultSink } from '../delivery/result-sink.ts';
@@ -194,10 +195,11 @@ export class App {
     return this.partitions.prefixes.map((_, p) => this.queriesQueue(connection, p));
   }
 
-  /** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY`. */
+  /** The outbound queue channel on its own (tests, bench); needs `OUTBOUND_KEY` or `OUTBOUND_KEYS`. */
   outboundChannel(connection: RedisClient): OutboundQueueChannel {
     const outbound = this.config.delivery.outbound_queue;
-    if (outbound.key === undefined) {
+    const keys = outboundKeyringOf(outbound);
+    if (keys === undefined) {
       throw new StartupError(
         'OUTBOUND_KEY is not set: the outbound queue seals patient_id with it',
       );
@@ -207,7 +209,7 @@ export class App {
       prefix: this.prefix,
       name: outbound.name,
       retention: outbound.retention,
-      key: outbound.key,
+      key: keys,
     });
   }
 

@@ -475,6 +475,11 @@ export const ConfigSchema = z
         name: z.string().regex(/^[A-Za-z0-9_-]+$/),
         /** Set only from the environment (`OUTBOUND_KEY`): seals `patient_id` for the consumer. */
         key: z.string().min(1).optional(),
+        /**
+         * Set only from the environment (`OUTBOUND_KEYS`, instead of `OUTBOUND_KEY`): the keyring of
+         * a live rotation, `<id>:<secret>[,...]`, the sealing key first (see outbound-keyring.ts).
+         */
+        keys: z.string().min(1).optional(),
         retention: z.strictObject({
           /** Consumed (completed or failed) events kept: at most `count`, for at most `age_s`. */
           count: z.int().min(0),

@@ -87,6 +87,7 @@ export const ENV_PATHS: readonly [
   ['WEBHOOK_SECRET', ['delivery', 'webhook', 'secret'], 'string'],
   ['WEBHOOK_ALLOW_PLAIN_HTTP', ['delivery', 'webhook', 'allow_plain_http'], 'bool'],
   ['OUTBOUND_KEY', ['delivery', 'outbound_queue', 'key'], 'string'],
+  ['OUTBOUND_KEYS', ['delivery', 'outbound_queue', 'keys'], 'string'],
   ['FHIR_BASE_URL', ['fhir', 'base_url'], 'string'],
   ['FHIR_TOKEN', ['fhir', 'token'], 'string'],
   ['TERMINOLOGY_TOKEN', ['terminology', 'server', 'token'], 'string'],
@@ -129,6 +130,7 @@ const SECRETS: readonly (readonly [path: readonly string[], variable: string])[]
   [['prevent', 'id_key'], 'PREVENT_ID_KEY'],
   [['delivery', 'webhook', 'secret'], 'WEBHOOK_SECRET'],
   [['delivery', 'outbound_queue', 'key'], 'OUTBOUND_KEY'],
+  [['delivery', 'outbound_queue', 'keys'], 'OUTBOUND_KEYS'],
   [['fhir', 'token'], 'FHIR_TOKEN'],
   [['terminology', 'server', 'token'], 'TERMINOLOGY_TOKEN'],
   // A proxy URL may carry a password.

@@ -60,6 +60,16 @@ export function secretProblems(config: Config): ConfigProblem[] {
   if (outboundKey !== undefined) {
     add('delivery.outbound_queue.key', checkSecretKey('OUTBOUND_KEY', outboundKey));
   }
+  // `OUTBOUND_KEYS`: each secret as OUTBOUND_KEY (the form itself: `OutboundKeyring`).
+  for (const entry of config.delivery.outbound_queue.keys?.split(',') ?? []) {
+    const colon = entry.indexOf(':');
+    if (colon < 0) continue;
+    const id = entry.slice(0, colon).trim();
+    add(
+      'delivery.outbound_queue.keys',
+      checkSecretKey(`OUTBOUND_KEYS (key id "${id}")`, entry.slice(colon + 1).trim()),
+    );
+  }
   config.admin.tokens?.forEach((token, index) => {
     add(`admin.tokens.${index}`, checkToken(`ADMIN_TOKENS (token ${index + 1})`, token));
   });

@@ -8,6 +8,7 @@ import { ChangeDetector } from './change-detector.ts';
 import { DeliveryConfigError } from './delivery-config-error.ts';
 import { deliveryConfigProblems } from './delivery-config-problems.ts';
 import { DeliveryRouter } from './delivery-router.ts';
+import { outboundKeyringOf } from './outbound-keyring.ts';
 import { OutboundQueueChannel } from './outbound-queue-channel.ts';
 import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
 import type { DeliveryChannel } from './result-sink.ts';
@@ -63,7 +64,9 @@ export function createDeliveryRouter({
   if (problem !== undefined) throw new DeliveryConfigError(problem.message);
   const channels: DeliveryChannel[] = [];
   const outbound = delivery.outbound_queue;
-  if (outbound.enabled && outbound.key !== undefined) {
+  // `OUTBOUND_KEYS` (its first key seals) or `OUTBOUND_KEY` alone (key 0).
+  const outboundKeys = outbound.enabled ? outboundKeyringOf(outbound) : undefined;
+  if (outboundKeys !== undefined) {
     channels.push(
       new OutboundQueueChannel({
         connection,
@@ -71,7 +74,7 @@ export function createDeliveryRouter({
         prefix: basePrefix(prefix),
         name: outbound.name,
         retention: outbound.retention,
-        key: outbound.key,
+        key: outboundKeys,
         metrics: outboundMetrics,
         now,
       }),

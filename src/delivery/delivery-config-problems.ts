@@ -1,7 +1,7 @@
 import type { Config } from '../config/config-schema.ts';
 import { webhookTransportProblems } from '../config/webhook-transport.ts';
 import { OutboundKeyError } from './outbound-key-error.ts';
-import { outboundAesKey } from './outbound-seal.ts';
+import { outboundKeyringOf } from './outbound-keyring.ts';
 
 /** One reason the delivery configuration cannot work, by config path. */
 export interface DeliveryProblem {
@@ -12,8 +12,8 @@ export interface DeliveryProblem {
 /**
  * Why results could not be delivered as configured: no channel at all, a webhook without its
  * secret or over plain http:// to another machine without the explicit allowance, an outbound
- * queue without (or with an unusable) `OUTBOUND_KEY`. Empty when it can work.
- * `start`/`work` refuse to start on any of these; `config check` lists them.
+ * queue without (or with an unusable) `OUTBOUND_KEY` / `OUTBOUND_KEYS`, or with both set. Empty
+ * when it can work. `start`/`work` refuse to start on any of these; `config check` lists them.
  */
 export function deliveryConfigProblems(config: Pick<Config, 'delivery'>): DeliveryProblem[] {
   const { webhook, outbound_queue: outbound } = config.delivery;
@@ -27,7 +27,7 @@ export function deliveryConfigProblems(config: Pick<Config, 'delivery'>): Delive
   // loadConfig refuses it already; a configuration built any other way is refused here too.
   problems.push(...webhookTransportProblems(config));
   if (outbound.enabled) {
-    if (outbound.key === undefined) {
+    if (outbound.key === undefined && outbound.keys === undefined) {
       problems.push({
         path: 'delivery.outbound_queue.key',
         message:
@@ -36,10 +36,14 @@ export function deliveryConfigProblems(config: Pick<Config, 'delivery'>): Delive
       });
     } else {
       try {
-        outboundAesKey(outbound.key);
+        outboundKeyringOf(outbound);
       } catch (err) {
         if (!(err instanceof OutboundKeyError)) throw err;
-        problems.push({ path: 'delivery.outbound_queue.key', message: err.message });
+        const path =
+          outbound.keys === undefined
+            ? 'delivery.outbound_queue.key'
+            : 'delivery.outbound_queue.keys';
+        problems.push({ path, message: err.message });
       }
     }
   }

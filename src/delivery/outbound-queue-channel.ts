@@ -1,8 +1,7 @@
-import type { KeyObject } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { sealOutboundEvent, type OutboundEvent } from './outbound-event.ts';
-import { outboundAesKey } from './outbound-seal.ts';
+import { OutboundKeyring, type OutboundKeys } from './outbound-keyring.ts';
 import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
 import type { ResultEvent } from '../interface/result-event.ts';
 import type { DeliveryChannel } from './result-sink.ts';
@@ -19,8 +18,11 @@ export interface OutboundQueueChannelOptions {
   name: string;
   /** `delivery.outbound_queue.retention`. */
   retention: { count: number; age_s: number; waiting_age_s: number };
-  /** `OUTBOUND_KEY`: seals each event's `patient_id` (see `openOutboundEvent`). */
-  key: string;
+  /**
+   * Seals each event's `patient_id` (see `openOutboundEvent`): the `OUTBOUND_KEY` text (key `0`),
+   * or the keyring of `OUTBOUND_KEYS` (its first key seals).
+   */
+  key: string | OutboundKeys;
   metrics?: OutboundQueueMetrics;
   /** @defaultValue `Date.now` */
   now?: () => number;
@@ -28,7 +30,7 @@ export interface OutboundQueueChannelOptions {
 
 /**
  * Hands result events to the hospital's own consumers through a BullMQ queue, `patient_id`
- * sealed under `OUTBOUND_KEY` (an {@link OutboundEvent}). The job id is the event id, so a
+ * sealed under `OUTBOUND_KEY` or the sealing key of `OUTBOUND_KEYS` (an {@link OutboundEvent}). The job id is the event id, so a
  * redelivery after a crash adds nothing. Bounded: consumed events are kept `retention.count` /
  * `age_s`; events nobody consumes are dropped after `waiting_age_s`.
  */
@@ -36,7 +38,7 @@ export class OutboundQueueChannel implements DeliveryChannel {
   readonly name = 'queue';
   readonly queue: Queue<OutboundEvent>;
   readonly #retention: OutboundQueueChannelOptions['retention'];
-  readonly #aesKey: KeyObject;
+  readonly #keys: OutboundKeys;
   readonly #metrics: OutboundQueueMetrics | undefined;
   readonly #now: () => number;
   #lastTrim = 0;
@@ -52,7 +54,7 @@ export class OutboundQueueChannel implements DeliveryChannel {
   }: OutboundQueueChannelOptions) {
     this.queue = new Queue<OutboundEvent>(name, { connection, prefix });
     this.#retention = retention;
-    this.#aesKey = outboundAesKey(key);
+    this.#keys = typeof key === 'string' ? OutboundKeyring.legacy(key) : key;
     this.#metrics = metrics;
     this.#now = now;
   }
@@ -67,7 +69,7 @@ export class OutboundQueueChannel implements DeliveryChannel {
     const timestamp = this.#now();
     const jobs = events.map((event) => ({
       name: event.type,
-      data: sealOutboundEvent(event, this.#aesKey),
+      data: sealOutboundEvent(event, this.#keys),
       opts: { jobId: event.id, timestamp, removeOnComplete: keep, removeOnFail: keep },
     }));
     if (jobs.length === 1) {

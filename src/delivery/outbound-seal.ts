@@ -9,7 +9,7 @@ import { OutboundKeyError } from './outbound-key-error.ts';
 export const OUTBOUND_HKDF_INFO = 'concordance-worker outbound v1';
 
 /** The bytes of an `OUTBOUND_KEY`: hex (64+ digits) or base64, at least 32 bytes. */
-function decodeSecret(secret: string): Buffer {
+function decodeSecret(secret: string, variable: string): Buffer {
   const text = secret.trim();
   const canonical = (s: string) => s.replace(/=+$/, '');
   let bytes: Buffer;
@@ -17,18 +17,19 @@ function decodeSecret(secret: string): Buffer {
   else {
     bytes = Buffer.from(text, 'base64');
     if (canonical(bytes.toString('base64')) !== canonical(text))
-      throw new OutboundKeyError('OUTBOUND_KEY must be base64 or hex');
+      throw new OutboundKeyError(`${variable} must be base64 or hex`);
   }
-  if (bytes.length < 32) throw new OutboundKeyError('OUTBOUND_KEY must hold at least 32 bytes');
+  if (bytes.length < 32) throw new OutboundKeyError(`${variable} must hold at least 32 bytes`);
   return bytes;
 }
 
 /**
  * The AES-256-GCM key of an `OUTBOUND_KEY`: HKDF-SHA256(key bytes, salt empty,
- * {@link OUTBOUND_HKDF_INFO}), as a key object to derive once and keep.
+ * {@link OUTBOUND_HKDF_INFO}), as a key object to derive once and keep. `variable` names the
+ * setting in errors (an `OUTBOUND_KEYS` entry's secret is derived the same way).
  */
-export function outboundAesKey(secret: string): KeyObject {
-  return hkdfKey(decodeSecret(secret), OUTBOUND_HKDF_INFO);
+export function outboundAesKey(secret: string, variable = 'OUTBOUND_KEY'): KeyObject {
+  return hkdfKey(decodeSecret(secret, variable), OUTBOUND_HKDF_INFO);
 }
 
 /** AES-256-GCM, random 96-bit IV, `aad` as associated data: base64url(iv | tag | ciphertext). */

@@ -14,6 +14,11 @@ const REQUEUE = LuaScript.load(new URL('./lua/requeue-event.lua', import.meta.ur
 const BEGIN = LuaScript.load(new URL('./lua/begin-attempt.lua', import.meta.url));
 /** Ends an event's delivery (delivered or dead) and names the next in its key's line. */
 const FINISH = LuaScript.load(new URL('./lua/finish-delivery.lua', import.meta.url));
+/**
+ * Records a failed attempt that will be retried: its error, and the event among the retrying
+ * deliveries (only while it is pending).
+ */
+const RECORD_FAILURE = LuaScript.load(new URL('./lua/record-failure.lua', import.meta.url));
 /** Empties one key's line: its waiting events (sealed payloads and state) and the line itself. */
 const PURGE_LINE = LuaScript.load(new URL('./lua/purge-line.lua', import.meta.url));
 
@@ -108,6 +113,16 @@ export class WebhookDeliveryStore {
     return `${this.#prefix}:webhook:keys`;
   }
 
+  /**
+   * The retrying deliveries: a sorted set of the pending events with at least one failed attempt,
+   * scored by their first attempt (epoch ms). An event joins it when a failure is recorded and
+   * leaves it in the same script that ends its delivery (delivered, dead) or purges its line, so
+   * its first member is always the oldest retry, read in one O(log n) command however many wait.
+   */
+  get #retryingKey(): string {
+    return `${this.#prefix}:webhook:retrying`;
+  }
+
   get #failingKey(): string {
     return `${this.#prefix}:webhook:failing`;
   }
@@ -198,8 +213,26 @@ export class WebhookDeliveryStore {
     return (await this.#redis.hget(this.#eventKey(eventId), 'key')) ?? undefined;
   }
 
+  /**
+   * Records a failed attempt to be retried: its error, and the event among the retrying deliveries
+   * (scored by its first attempt). An event no longer pending (purged meanwhile) is left alone.
+   */
   async recordFailure(eventId: string, error: DeadLetterError): Promise<void> {
-    await this.#redis.hset(this.#eventKey(eventId), 'last_error', JSON.stringify(error));
+    await RECORD_FAILURE.run(
+      this.#redis,
+      [this.#eventKey(eventId), this.#retryingKey],
+      [eventId, JSON.stringify(error)],
+    );
+  }
+
+  /**
+   * When the oldest retrying delivery made its first attempt (epoch ms on the workers' clock), or
+   * undefined when no pending delivery has failed. One `ZRANGE … 0 0 WITHSCORES`: O(log n) in the
+   * number of retrying deliveries, never a scan (see `cw_webhook_oldest_retry_seconds`).
+   */
+  async oldestRetryAt(): Promise<number | undefined> {
+    const [, score] = await this.#redis.zrange(this.#retryingKey, '0', '0', 'WITHSCORES');
+    return score === undefined ? undefined : Number(score);
   }
 
   /** Marks the event delivered; returns the next event of its key's line, if any. */
@@ -230,7 +263,7 @@ export class WebhookDeliveryStore {
   ): Promise<string | undefined> {
     const results = await FINISH.stage(
       multi,
-      [this.#eventKey(eventId), this.#lineKey(key), this.#keysKey],
+      [this.#eventKey(eventId), this.#lineKey(key), this.#keysKey, this.#retryingKey],
       [eventId, state, now, ttlS, key],
     ).exec();
     const last = results?.at(-1);
@@ -282,7 +315,7 @@ export class WebhookDeliveryStore {
     for (const key of lines) {
       removed += (await PURGE_LINE.run(
         this.#redis,
-        [this.#lineKey(key), this.#keysKey],
+        [this.#lineKey(key), this.#keysKey, this.#retryingKey],
         [this.#eventKey(''), key],
       )) as number;
     }

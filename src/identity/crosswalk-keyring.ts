@@ -79,14 +79,19 @@ const KeyringTextSchema = z
 
 /**
  * The entries of a `CROSSWALK_KEYS` value (`<id>:<secret>[,<id>:<secret>...]`, the sealing key
- * first). Throws a {@link CrosswalkKeyError} naming the variable and the entry, never a secret.
+ * first). Throws a {@link CrosswalkKeyError} naming the variable and the entry, never a secret
+ * (or the error `fail` makes: `OUTBOUND_KEYS` has the same form and its own error).
  */
-export function parseKeyringText(text: string, variable = 'CROSSWALK_KEYS'): KeyringEntry[] {
+export function parseKeyringText(
+  text: string,
+  variable = 'CROSSWALK_KEYS',
+  fail: (message: string) => Error = (message) => new CrosswalkKeyError(message),
+): KeyringEntry[] {
   const parsed = KeyringTextSchema.safeParse(text);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const where = issue?.path.length ? ` (entry ${Number(issue.path[0]) + 1})` : '';
-  throw new CrosswalkKeyError(`${variable}${where}: ${issue?.message ?? 'malformed'}`);
+  throw fail(`${variable}${where}: ${issue?.message ?? 'malformed'}`);
 }
 
 interface DerivedKey {

@@ -4,7 +4,11 @@ import { allPrefixes, basePrefix, type KeySpace } from '../queues/partitions.ts'
 import { scanEach, type RedisClient } from '../queues/redis-client.ts';
 import { openOutboundEvent } from '../delivery/open-outbound-event.ts';
 import { sealOutboundEvent } from '../delivery/outbound-event.ts';
-import { outboundAesKey } from '../delivery/outbound-seal.ts';
+import {
+  OutboundKeyring,
+  UnnamedOutboundKeys,
+  type OutboundKeys,
+} from '../delivery/outbound-keyring.ts';
 import { ResultEventSchema } from '../interface/result-event.ts';
 import {
   resealStoredEvent,
@@ -57,8 +61,12 @@ export interface RotateKeysOptions {
   prefix: KeySpace;
   /** Re-seal what `CROSSWALK_KEY` protects (crosswalk, records, FHIR ids, waiting events, dead letters). */
   crosswalk?: KeyPair<CrosswalkKeys>;
-  /** Re-seal the outbound queue's events (`OUTBOUND_KEY` secrets, as configured). */
-  outbound?: KeyPair<string> & { queueName: string };
+  /**
+   * Re-seal the outbound queue's events: offline, the `OUTBOUND_KEY` texts (`from` is tried
+   * whatever key id an event names, `to` seals as key `0`); live, the older keys of `OUTBOUND_KEYS`
+   * and its sealing key (`OutboundKeyring.rotation()`).
+   */
+  outbound?: KeyPair<string | OutboundKeys> & { queueName: string };
   /** Count what would change and write nothing. @defaultValue false */
   dryRun?: boolean;
 }
@@ -321,14 +329,21 @@ async function apply(
   }
 }
 
+/**
+ * The outbound queue's jobs (every state: a consumed event kept for `retention` is under the key
+ * too), each re-sealed in one step that applies only if its data is still what was read: a job a
+ * consumer removed meanwhile is not re-created, and a re-seal by another run is not overwritten.
+ * Paging while consumers move jobs between states may miss a job: `keys status` shows it, and a
+ * run again takes it.
+ */
 async function rotateOutbound(
   { redis, prefix, dryRun = false }: RotateKeysOptions,
-  { from, to, queueName }: KeyPair<string> & { queueName: string },
+  { from, to, queueName }: KeyPair<string | OutboundKeys> & { queueName: string },
   report: RotationReport,
 ): Promise<void> {
   // Derived once for every event; a malformed old key fails here, before anything is read.
-  const toKey = outboundAesKey(to);
-  const fromKey = outboundAesKey(from);
+  const toKeys = typeof to === 'string' ? OutboundKeyring.legacy(to) : to;
+  const fromKeys = typeof from === 'string' ? new UnnamedOutboundKeys([from]) : from;
   // One outbound queue, under the configured prefix (partition 0's).
   const queue = new Queue(queueName, { connection: redis, prefix: basePrefix(prefix) });
   const count = report.outbound_events;
@@ -338,9 +353,14 @@ async function rotateOutbound(
     for (let start = 0; ; start += page) {
       const jobs = await queue.getJobs([...states], start, start + page - 1, true);
       for (const job of jobs) {
-        const data: unknown = job.data;
+        if (job.id === undefined) continue;
+        const key = queue.toKey(job.id);
+        // The data as stored (not as parsed), so that the write can check it did not change.
+        const raw = await redis.hget(key, 'data');
+        if (raw === null) continue; // consumed and removed meanwhile
+        const data: unknown = JSON.parse(raw);
         try {
-          openOutboundEvent(data, toKey);
+          openOutboundEvent(data, toKeys);
           count.already += 1;
           continue;
         } catch {
@@ -348,12 +368,13 @@ async function rotateOutbound(
         }
         let opened;
         try {
-          opened = openOutboundEvent(data, fromKey);
+          opened = openOutboundEvent(data, fromKeys);
         } catch {
           count.unreadable += 1;
           continue;
         }
-        if (!dryRun) await job.updateData(sealOutboundEvent(opened, toKey));
+        const resealed = JSON.stringify(sealOutboundEvent(opened, toKeys));
+        if (!dryRun && (await HSET_IF.run(redis, [key], ['data', raw, resealed])) !== 1) continue;
         count.resealed += 1;
       }
       if (jobs.length < page) break;

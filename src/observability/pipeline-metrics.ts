@@ -101,7 +101,7 @@ function watchedOf(registry: Registry): Watched {
 }
 
 /** `work` within `ms`, else rejects (Redis may hang: a scrape must not). */
-async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+export async function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no ${what} within ${ms} ms`)), ms);

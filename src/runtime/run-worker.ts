@@ -3,6 +3,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
 import type { Logger } from '../observability/logger.ts';
 import type { WatchedDueSet } from '../observability/pipeline-metrics.ts';
+import { watchWebhookRetries, type WatchedRetries } from '../observability/webhook-retry-gauge.ts';
 import { AuthPause } from '../queues/auth-pause.ts';
 import { commandConnection, redisAnswers, workerConnection } from '../queues/redis-connections.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
@@ -168,6 +169,7 @@ export async function runWorker(
     void logRedisPersistence(commands, logger);
     const served: { queue: QueueWorker['queue']; partition: number }[] = [];
     const dueSets: WatchedDueSet[] = [];
+    const retries: WatchedRetries[] = [];
     const add = (entry: QueueWorker, partition: number) => {
       outages.listen(entry.name, ...(entry.worker ? [entry.worker] : []), entry.queue);
       registry.add(entry);
@@ -192,12 +194,16 @@ export async function runWorker(
         { set: 'poll', partition: p, depth: (now) => queries.poller.depth(now) },
       );
       if (config.delivery.webhook.url !== null) {
-        add(await app.webhookDeliveries(redis, p, log), p);
+        const webhook = await app.webhookDeliveries(redis, p, log);
+        add(webhook, p);
+        retries.push({ partition: p, oldestRetryAt: () => webhook.store.oldestRetryAt() });
       }
     }
     // Every queue this process knows, read on each scrape.
     const unwatchQueues = metrics.watchQueues(...served, ...outboundQueues);
     const unwatchPolls = metrics.watchDueSets(...dueSets);
+    // cw_webhook_oldest_retry_seconds: each served partition's oldest failing webhook delivery.
+    const unwatchRetries = watchWebhookRetries(app.metrics, retries);
     const unwatchLag = outboundQueues.map((queue) => outboundMetrics.watch(queue));
     // cw_queue_auth_paused: the flag a worker sets when the service refuses the API key.
     const unwatchPauses = registry.entries.map(({ queue }) => {
@@ -207,6 +213,7 @@ export async function runWorker(
     unwatch = () => {
       unwatchQueues();
       unwatchPolls();
+      unwatchRetries();
       for (const stop of [...unwatchLag, ...unwatchPauses]) stop();
     };
     logger.info(

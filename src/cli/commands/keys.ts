@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
-import { outboundAesKey } from '../../delivery/outbound-seal.ts';
+import { outboundKeyringOf, UnnamedOutboundKeys } from '../../delivery/outbound-keyring.ts';
 import { WEBHOOK_DELIVERIES } from '../../delivery/webhook-deliveries-queue.ts';
 import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../../identity/crosswalk-keys.ts';
@@ -32,16 +32,53 @@ function printReport(report: RotationReport): number {
   return unreadable;
 }
 
-/** The live re-seal's keys: every older key of CROSSWALK_KEYS to its sealing key. */
-function liveRotation(config: ReturnType<typeof loadConfig>) {
-  const keyring = crosswalkKeysFrom(config);
-  const rotation = keyring.rotation();
-  if (rotation === undefined) {
-    throw new StartupError(
-      `CROSSWALK_KEYS holds one key (id "${keyring.sealingId}"): nothing rests under another key`,
-    );
+type Config = ReturnType<typeof loadConfig>;
+
+/** The outbound keyring (`OUTBOUND_KEYS` or `OUTBOUND_KEY`), or undefined when neither is set. */
+function outboundKeyring(config: Config) {
+  try {
+    return outboundKeyringOf(config.delivery.outbound_queue);
+  } catch (err) {
+    throw new StartupError((err as Error).message);
   }
-  return { keyring, rotation };
+}
+
+/**
+ * The live re-seal's keys: every older key of CROSSWALK_KEYS to its sealing key, and every older
+ * key of OUTBOUND_KEYS to its sealing key (the outbound queue's events); either is undefined when
+ * its keyring holds one key.
+ */
+function liveRotations(config: Config) {
+  const crosswalk = crosswalkKeysFrom(config);
+  const outbound = outboundKeyring(config);
+  const outboundRotation = outbound?.rotation();
+  return {
+    crosswalk,
+    outbound,
+    rotation: crosswalk.rotation(),
+    outboundRotation:
+      outboundRotation === undefined
+        ? undefined
+        : { ...outboundRotation, queueName: config.delivery.outbound_queue.name },
+  };
+}
+
+/** The status's last line for one keyring: what is left under its older keys. */
+function remainingLine(
+  label: string,
+  variable: string,
+  older: readonly string[],
+  remaining: number,
+  unreadable: number,
+): string {
+  return remaining === 0 && unreadable === 0
+    ? `${label.padEnd(16)} 0: nothing rests under ${older.join(', ')}; remove it from ${variable}\n`
+    : `${label.padEnd(16)} ${remaining} under ${older.join(', ')}` +
+        (remaining > 0 ? ': run keys rotate --live' : '') +
+        (unreadable > 0
+          ? `; ${unreadable} unreadable or in conflict, which a re-seal leaves as they are (docs/security-and-privacy.md, key rotation)`
+          : '') +
+        '\n';
 }
 
 function fromEnv(variable: string): string {
@@ -66,16 +103,20 @@ export function registerKeysCommand(program: Command): void {
   keys
     .command('status')
     .description(
-      'how much rests under each key of CROSSWALK_KEYS other than its sealing key (what keys rotate --live would move); changes nothing',
+      'how much rests under each key of CROSSWALK_KEYS and OUTBOUND_KEYS other than its sealing key (what keys rotate --live would move); changes nothing',
     )
     .action(async () => {
       const config = loadConfig({ file: program.opts<{ config?: string }>().config });
-      const keyring = crosswalkKeysFrom(config);
-      const rotation = keyring.rotation();
+      const { crosswalk, outbound, rotation, outboundRotation } = liveRotations(config);
       process.stdout.write(
-        `crosswalk keys   ${keyring.ids.join(', ')} (sealing: ${keyring.sealingId})\n`,
+        `crosswalk keys   ${crosswalk.ids.join(', ')} (sealing: ${crosswalk.sealingId})\n`,
       );
-      if (rotation === undefined) {
+      if (outbound !== undefined) {
+        process.stdout.write(
+          `outbound keys    ${outbound.ids.join(', ')} (sealing: ${outbound.sealingId})\n`,
+        );
+      }
+      if (rotation === undefined && outboundRotation === undefined) {
         process.stdout.write('remaining        0 (one key: nothing to move)\n');
         return;
       }
@@ -85,22 +126,39 @@ export function registerKeysCommand(program: Command): void {
           redis,
           prefix: Partitions.of(config.redis),
           crosswalk: rotation,
+          outbound: outboundRotation,
           dryRun: true,
         });
-        const unreadable = printReport(report);
-        const remaining = Object.values(report).reduce((sum, count) => sum + count.resealed, 0);
-        const older = rotation.from.ids.join(', ');
-        process.stdout.write(
-          remaining === 0 && unreadable === 0
-            ? `remaining        0: nothing rests under ${older}; remove it from CROSSWALK_KEYS\n`
-            : `remaining        ${remaining} under ${older}` +
-                (remaining > 0 ? ': run keys rotate --live' : '') +
-                (unreadable > 0
-                  ? `; ${unreadable} unreadable or in conflict, which a re-seal leaves as they are (docs/security-and-privacy.md, key rotation)`
-                  : '') +
-                '\n',
-        );
-        if (remaining > 0 || unreadable > 0) process.exitCode = 1;
+        printReport(report);
+        const { outbound_events: events, ...crosswalkKinds } = report;
+        let left = 0;
+        if (rotation === undefined) {
+          process.stdout.write('remaining        0 (one crosswalk key: nothing to move)\n');
+        } else {
+          const counts = Object.values(crosswalkKinds);
+          const remaining = counts.reduce((sum, count) => sum + count.resealed, 0);
+          const unreadable = counts.reduce(
+            (sum, count) => sum + count.unreadable + (count.conflicts ?? 0),
+            0,
+          );
+          left += remaining + unreadable;
+          process.stdout.write(
+            remainingLine('remaining', 'CROSSWALK_KEYS', rotation.from.ids, remaining, unreadable),
+          );
+        }
+        if (outboundRotation !== undefined) {
+          left += events.resealed + events.unreadable;
+          process.stdout.write(
+            remainingLine(
+              'outbound left',
+              'OUTBOUND_KEYS (and from the consumer)',
+              outboundRotation.from.ids,
+              events.resealed,
+              events.unreadable,
+            ),
+          );
+        }
+        if (left > 0) process.exitCode = 1;
       } finally {
         await redis.quit();
       }
@@ -108,11 +166,11 @@ export function registerKeysCommand(program: Command): void {
   keys
     .command('rotate')
     .description(
-      're-seal everything under the new CROSSWALK_KEY / OUTBOUND_KEY (as configured) that the old key (named by --*-from-env) sealed; run with the pipeline stopped; safe to run again. With --live: re-seal what rests under the older keys of CROSSWALK_KEYS with its sealing key, while updates flow',
+      're-seal everything under the new CROSSWALK_KEY / OUTBOUND_KEY (as configured) that the old key (named by --*-from-env) sealed; run with the pipeline stopped; safe to run again. With --live: re-seal what rests under the older keys of CROSSWALK_KEYS and OUTBOUND_KEYS with their sealing keys, while updates flow',
     )
     .option(
       '--live',
-      'move everything under the older keys of CROSSWALK_KEYS to its first (sealing) key while the pipeline runs (see docs/security-and-privacy.md, key rotation)',
+      'move everything under the older keys of CROSSWALK_KEYS and OUTBOUND_KEYS to their first (sealing) keys while the pipeline runs (see docs/security-and-privacy.md, key rotation)',
     )
     .option(
       '--crosswalk-from-env <variable>',
@@ -129,10 +187,19 @@ export function registerKeysCommand(program: Command): void {
       if (options.live === true) {
         if (options.crosswalkFromEnv !== undefined || options.outboundFromEnv !== undefined) {
           throw new StartupError(
-            '--live takes its keys from CROSSWALK_KEYS: no --crosswalk-from-env / --outbound-from-env',
+            '--live takes its keys from CROSSWALK_KEYS and OUTBOUND_KEYS: no --crosswalk-from-env / --outbound-from-env',
           );
         }
-        const { rotation } = liveRotation(config);
+        const { crosswalk, outbound, rotation, outboundRotation } = liveRotations(config);
+        if (rotation === undefined && outboundRotation === undefined) {
+          throw new StartupError(
+            `CROSSWALK_KEYS holds one key (id "${crosswalk.sealingId}")` +
+              (outbound === undefined
+                ? ''
+                : ` and OUTBOUND_KEYS one (id "${outbound.sealingId}")`) +
+              ': nothing rests under another key',
+          );
+        }
         const redis = requestConnection(config.redis, 'cw-keys-rotate', {
           enableOfflineQueue: true,
         });
@@ -141,14 +208,25 @@ export function registerKeysCommand(program: Command): void {
             redis,
             prefix: Partitions.of(config.redis),
             crosswalk: rotation,
+            outbound: outboundRotation,
             dryRun: options.dryRun === true,
           });
           const unreadable = printReport(report);
+          const moved = [
+            ...(rotation === undefined ? [] : [`crosswalk key id "${rotation.to.sealingId}"`]),
+            ...(outboundRotation === undefined
+              ? []
+              : [`outbound key id "${outboundRotation.to.sealingId}"`]),
+          ].join(' and ');
+          const older = [
+            ...(rotation?.from.ids ?? []),
+            ...(outboundRotation?.from.ids.map((id) => `outbound ${id}`) ?? []),
+          ].join(', ');
           process.stdout.write(
             options.dryRun === true
               ? 'dry run: nothing changed\n'
               : unreadable === 0
-                ? `done: re-sealed under key id "${rotation.to.sealingId}"; check with keys status before removing ${rotation.from.ids.join(', ')}\n`
+                ? `done: re-sealed under ${moved}; check with keys status before removing ${older}\n`
                 : `${unreadable} item(s) unreadable or in conflict were left as they are\n`,
           );
           if (unreadable > 0) process.exitCode = 1;
@@ -173,13 +251,20 @@ export function registerKeysCommand(program: Command): void {
       let outbound;
       if (options.outboundFromEnv !== undefined) {
         const to = config.delivery.outbound_queue.key;
-        if (to === undefined) throw new StartupError('OUTBOUND_KEY (the new key) is not set');
+        if (to === undefined) {
+          throw new StartupError(
+            config.delivery.outbound_queue.keys === undefined
+              ? 'OUTBOUND_KEY (the new key) is not set'
+              : 'OUTBOUND_KEYS is rotated with --live (list the old key in it); --outbound-from-env takes OUTBOUND_KEY',
+          );
+        }
         const from = fromEnv(options.outboundFromEnv);
         if (from.trim() === to.trim()) {
           throw new StartupError(`${options.outboundFromEnv} and OUTBOUND_KEY are the same key`);
         }
-        outboundAesKey(from);
-        outbound = { from, to, queueName: config.delivery.outbound_queue.name };
+        // Derived now: a malformed old key fails before anything is read.
+        const old = new UnnamedOutboundKeys([from]);
+        outbound = { from: old, to, queueName: config.delivery.outbound_queue.name };
       }
       const redis = requestConnection(config.redis, 'cw-keys-rotate', {
         enableOfflineQueue: true,

@@ -2,7 +2,11 @@ import { Queue } from 'bullmq';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
 import { openOutboundEvent } from '../../delivery/open-outbound-event.ts';
-import { outboundAesKey } from '../../delivery/outbound-seal.ts';
+import {
+  outboundKeyringOf,
+  UnnamedOutboundKeys,
+  type OutboundKeys,
+} from '../../delivery/outbound-keyring.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { StartupError } from '../../config/startup-error.ts';
 
@@ -48,7 +52,7 @@ function eventsIn(text: string): unknown[] {
 
 /**
  * `concordance-worker outbound open`: opens outbound-queue events (sealed `patient_id`) with
- * `OUTBOUND_KEY`, as the hospital's consumer does; prints one opened event per line. For
+ * `OUTBOUND_KEYS` or `OUTBOUND_KEY`, as the hospital's consumer does; prints one opened event per line. For
  * operators checking a consumer, and as a reference for writing one.
  */
 export function registerOutboundCommand(program: Command): void {
@@ -56,25 +60,44 @@ export function registerOutboundCommand(program: Command): void {
   outbound
     .command('open')
     .description(
-      'open events of the outbound queue with OUTBOUND_KEY: JSON on stdin (an event, a job, an array, or one per line), or --from-queue; prints the events with their plain patient_id, one per line',
+      'open events of the outbound queue with OUTBOUND_KEYS (the key each event names) or OUTBOUND_KEY: JSON on stdin (an event, a job, an array, or one per line), or --from-queue; prints the events with their plain patient_id, one per line',
     )
     .option('--from-queue', 'read the oldest waiting events of the configured queue (not consumed)')
     .option('--limit <n>', 'with --from-queue: how many', count, 10)
     .option(
       '--also-key-env <variable>',
-      'also try the key in this environment variable (the old key, during a rotation)',
+      'also try the key in this environment variable (the old key, during an offline rotation; with OUTBOUND_KEYS, list it there instead)',
     )
     .action(async (options: OpenOptions) => {
       const config = loadConfig({ file: program.opts<{ config?: string }>().config });
-      const key = config.delivery.outbound_queue.key;
-      if (key === undefined) throw new StartupError('OUTBOUND_KEY is not set: nothing can open');
-      const keys = [key];
-      if (options.alsoKeyEnv !== undefined) {
-        const also = process.env[options.alsoKeyEnv];
-        if (also === undefined || also === '') {
-          throw new StartupError(`${options.alsoKeyEnv} is not set`);
+      const { key, keys: ring } = config.delivery.outbound_queue;
+      // Derived once, not per event. OUTBOUND_KEYS opens each event with the key its id names;
+      // OUTBOUND_KEY (and --also-key-env) are tried in turn whatever the id.
+      let keys: OutboundKeys;
+      if (ring !== undefined) {
+        if (options.alsoKeyEnv !== undefined) {
+          throw new StartupError(
+            'with OUTBOUND_KEYS, list the old key in it (<id>:<secret>) instead of --also-key-env',
+          );
         }
-        keys.push(also);
+        try {
+          keys = outboundKeyringOf(config.delivery.outbound_queue) as OutboundKeys;
+        } catch (err) {
+          throw new StartupError((err as Error).message);
+        }
+      } else {
+        if (key === undefined) {
+          throw new StartupError('OUTBOUND_KEY (or OUTBOUND_KEYS) is not set: nothing can open');
+        }
+        const texts = [key];
+        if (options.alsoKeyEnv !== undefined) {
+          const also = process.env[options.alsoKeyEnv];
+          if (also === undefined || also === '') {
+            throw new StartupError(`${options.alsoKeyEnv} is not set`);
+          }
+          texts.push(also);
+        }
+        keys = new UnnamedOutboundKeys(texts);
       }
       let events: unknown[];
       if (options.fromQueue === true) {
@@ -95,9 +118,8 @@ export function registerOutboundCommand(program: Command): void {
       } else {
         events = eventsIn(await readStdin());
       }
-      const aesKeys = keys.map(outboundAesKey); // once, not per event
       for (const event of events) {
-        process.stdout.write(`${JSON.stringify(openOutboundEvent(event, aesKeys))}\n`);
+        process.stdout.write(`${JSON.stringify(openOutboundEvent(event, keys))}\n`);
       }
     });
 }

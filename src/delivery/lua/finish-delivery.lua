@@ -1,12 +1,14 @@
 --[[
   Ends an event's delivery (delivered or dead) and names the next in its key's line. The event's
-  state is kept, without the event, as a marker for a while; a line left empty drops its key from
-  the keys with a line.
+  state is kept, without the event, as a marker for a while; it leaves the retrying deliveries (in
+  the same step, so that the age of the oldest retry never counts an ended delivery); a line left
+  empty drops its key from the keys with a line.
 
   Input:
     KEYS[1] the event's delivery state (hash)
     KEYS[2] its key's line (sorted set of event ids, scored by hand-over order)
     KEYS[3] the keys whose line is not empty (set)
+    KEYS[4] the retrying deliveries (sorted set of event ids, scored by first attempt, epoch ms)
     ARGV[1] the event id
     ARGV[2] its final state, 'delivered' or 'dead'
     ARGV[3] now, epoch ms
@@ -20,6 +22,7 @@ redis.call('HSET', KEYS[1], 'state', ARGV[2], 'finished_at', ARGV[3])
 redis.call('HDEL', KEYS[1], 'event')
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
 local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
 if not head then
   redis.call('SREM', KEYS[3], ARGV[5])
