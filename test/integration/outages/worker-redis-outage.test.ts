@@ -102,9 +102,13 @@ describe('a worker process whose Redis goes away', () => {
       expect(log.find((l) => l.msg === 'stopped')).toBeDefined();
       if (mode === 'refuse') {
         // The worker could not wait for Redis: it closed without waiting (its jobs come back).
-        expect(log.filter((l) => l.outcome === 'forced')).toEqual([
-          expect.objectContaining({ queue: 'concordance-queries' }),
-        ]);
+        // The whole log in the message: a run under heavy load once closed gracefully instead
+        // (no forced line, exit within 526 ms): a race not yet explained.
+        const lines = log.map(({ msg, queue, outcome }) => ({ msg, queue, outcome }));
+        expect(
+          log.filter((l) => l.outcome === 'forced'),
+          JSON.stringify(lines),
+        ).toEqual([expect.objectContaining({ queue: 'concordance-queries' })]);
       }
 
       await proxy.forward();
