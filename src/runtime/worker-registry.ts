@@ -16,6 +16,13 @@ export interface QueueWorker {
   stop?: () => Promise<boolean>;
 }
 
+const SEVERITY: Record<WorkerCloseOutcome, number> = { closed: 0, forced: 1, abandoned: 2 };
+
+/** The worse of two close outcomes (`abandoned` over `forced` over `closed`). */
+export function worseOutcome(a: WorkerCloseOutcome, b: WorkerCloseOutcome): WorkerCloseOutcome {
+  return SEVERITY[b] > SEVERITY[a] ? b : a;
+}
+
 /** The running queue workers of a process; closes every worker before any queue. */
 export class WorkerRegistry {
   readonly #entries: QueueWorker[] = [];
@@ -74,7 +81,9 @@ export class WorkerRegistry {
         ]);
         const ownOutcome: WorkerCloseOutcome =
           settled === false ? 'abandoned' : stopped.clean === false ? 'forced' : 'closed';
-        this.#onClosed?.(name, outcome ?? ownOutcome);
+        // The worse of the two: a BullMQ worker that closed gracefully does not hide a relay or
+        // poller that had to leave work in flight (nor the other way round).
+        this.#onClosed?.(name, worseOutcome(outcome ?? 'closed', ownOutcome));
       }),
     );
     await settlesWithin(Promise.all(this.#entries.map((e) => e.queue.close())), until - Date.now());
