@@ -1,19 +1,10 @@
-import { BlockList, isIP } from 'node:net';
 import type { Config } from './config-schema.ts';
 import { serviceBaseUrl } from './load-config.ts';
-
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-LOOPBACK.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+import { isLoopbackHost as isLoopback } from './loopback-host.ts';
 
 /** True for `localhost` (and `*.localhost`), 127.0.0.0/8 and ::1. */
 export function isLoopbackHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  const family = isIP(host);
-  if (family === 0) return false;
-  return LOOPBACK.check(host, family === 4 ? 'ipv4' : 'ipv6');
+  return isLoopback(hostname, { localhostSubdomains: true });
 }
 
 /** One warning about the service's base URL. */

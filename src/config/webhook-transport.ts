@@ -1,22 +1,13 @@
-import { BlockList, isIP } from 'node:net';
 import type { ConfigProblem } from './config-error.ts';
+import { isLoopbackHost as isLoopback } from './loopback-host.ts';
 import type { Config } from './config-schema.ts';
 
-const LOOPBACK = new BlockList();
-LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
-LOOPBACK.addAddress('::1', 'ipv6');
-
 /**
- * Whether `hostname` (a URL's, as `new URL()` gives it: lower case, IPv6 in brackets, IPv4 in
- * dotted decimal) is this machine's loopback: `localhost`, 127.0.0.0/8 or `::1`. Nothing else, not
- * even a name that resolves there: what a name resolves to can change.
+ * Whether `hostname` (a URL's) is this machine's loopback: `localhost`, 127.0.0.0/8 or `::1`.
+ * Nothing else, not even a `*.localhost` name: what a name resolves to can change.
  */
 export function isLoopbackHost(hostname: string): boolean {
-  if (hostname === 'localhost') return true;
-  const address = hostname.replace(/^\[(.*)\]$/, '$1');
-  const family = isIP(address);
-  if (family === 0) return false;
-  return LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  return isLoopback(hostname, { localhostSubdomains: false });
 }
 
 /** The webhook URL when it is `http://` to another machine than this one; undefined otherwise. */
