@@ -19,7 +19,7 @@ const LAYERS = [
       ['src/presets', 'src/queries', 'src/terminology'],
       ['src/records'],
       ['src/delivery'],
-      ['src/identity'],
+      ['src/identity', 'src/trace'],
       ['src/observability', 'src/queues'],
     ],
   },

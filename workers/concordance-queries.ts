@@ -13,6 +13,7 @@ import type { QueriesSlice } from '../src/config/config-slices.ts';
 import type { ResultEvent } from '../src/interface/result-event.ts';
 import type { ResultSink } from '../src/delivery/result-sink.ts';
 import type { Crosswalk } from '../src/identity/crosswalk.ts';
+import type { FeedMetrics } from '../src/observability/feed-metrics.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 import { LatencyProfiles } from '../src/queries/latency-profiles.ts';
 import { OutboxRelay, type OutboxEntry } from '../src/queries/outbox-relay.ts';
@@ -50,6 +51,7 @@ import { DemographicsWait } from '../src/records/demographics-wait.ts';
 import type { RecordStore } from '../src/records/record-store.ts';
 import type { ServiceClient } from '../src/service/create-service-client.ts';
 import { ServiceTimeoutError } from '../src/service/errors/service-timeout-error.ts';
+import { traceTtlSeconds } from '../src/trace/trace-keys.ts';
 
 export type { ResultSink };
 
@@ -80,6 +82,8 @@ export interface ConcordanceQueriesDeps {
   onPolledOutcome?: (outcome: PolledOutcome) => void;
   /** Finished queries, polls, lateness, resubmissions. */
   metrics?: PipelineMetrics;
+  /** `cw_feed_messages_total`: each query sent to the service counts `sent` by its feed. */
+  feeds?: FeedMetrics;
   /** @defaultValue true */
   autorun?: boolean;
   /** @defaultValue `Date.now` */
@@ -90,6 +94,14 @@ export interface ConcordanceQueriesDeps {
 
 /** How long a closing worker waits to remove its presence. */
 const PRESENCE_LEAVE_WAIT_MS = 500;
+
+/**
+ * The message trace's retention in seconds (`trace.retention_days`), 0 when `trace.enabled` is
+ * off: each step's script then writes no trace.
+ */
+export function traceTtlOf(config: Pick<QueriesSlice, 'trace'>): number {
+  return config.trace.enabled ? traceTtlSeconds(config.trace.retention_days) : 0;
+}
 
 /** The lifecycle's rules from `queries.*`. */
 export function lifecycleRules(config: Pick<QueriesSlice, 'queries'>): LifecycleRules {
@@ -228,6 +240,7 @@ export async function initConcordanceQueriesWorker(
   const now = deps.now ?? Date.now;
   const schedule = pollOptions(config);
   const rules = lifecycleRules(config);
+  const traceTtlS = traceTtlOf(config);
   const keySpace = deps.keySpace ?? prefix;
   const demographics =
     deps.demographics ?? new DemographicsWait({ redis: connection, prefix: keySpace });
@@ -249,6 +262,7 @@ export async function initConcordanceQueriesWorker(
     holdKey: holdKey(prefix),
     pauseKey: authPause.flag,
     latencyWindow: config.queries.polling.latency_window,
+    traceTtlS,
   });
   const profiles = new LatencyProfiles({ source: polls, now });
   const deliver = (events: ResultEvent[]) => deliverAll(sink, events);
@@ -265,7 +279,7 @@ export async function initConcordanceQueriesWorker(
     value === undefined ? {} : { [key]: value };
 
   const submission = new QuerySubmission({
-    store: new SubmissionStore(connection, prefix),
+    store: new SubmissionStore(connection, prefix, traceTtlS),
     profiles,
     rules,
     schedule,
@@ -274,6 +288,7 @@ export async function initConcordanceQueriesWorker(
     serviceHost: client.host,
     now,
     ...optional('metrics', metrics),
+    ...optional('feeds', deps.feeds),
     ...optional('onOutcome', deps.onSubmitOutcome),
     ports: {
       prepare,
@@ -298,6 +313,7 @@ export async function initConcordanceQueriesWorker(
           query.seq,
           remote,
           firstPollAt,
+          traceTtlS,
         ),
       park: (query, at) =>
         demographics.park(
@@ -320,6 +336,7 @@ export async function initConcordanceQueriesWorker(
     dispatch: config.queries.dispatch,
     logger: deps.logger,
     now,
+    traceTtlS,
     async enqueue(entries: readonly OutboxEntry[], at: number) {
       await queue.addBulk(
         entries.map((entry) => ({

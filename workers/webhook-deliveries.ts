@@ -22,6 +22,8 @@ import { WebhookDeliveryJobs } from '../src/delivery/webhook-delivery-jobs.ts';
 import { WebhookDeliveryStore, type AttemptStart } from '../src/delivery/webhook-delivery-store.ts';
 import { WebhookSigner } from '../src/delivery/webhook-signer.ts';
 import type { CrosswalkKeys } from '../src/identity/crosswalk-keys.ts';
+import { deliveryTraceTtlOf } from '../src/delivery/create-delivery-router.ts';
+import type { FeedMetrics } from '../src/observability/feed-metrics.ts';
 import type { PipelineMetrics } from '../src/observability/pipeline-metrics.ts';
 
 export interface WebhookDeliveriesDeps {
@@ -34,6 +36,8 @@ export interface WebhookDeliveriesDeps {
   keys: CrosswalkKeys;
   logger: Logger;
   metrics?: PipelineMetrics;
+  /** `cw_feed_messages_total`: each event the endpoint took counts `delivered` by its feed. */
+  feeds?: FeedMetrics;
   /** Where given-up deliveries go (`delivery.dead_letters.retention_days`). */
   deadLetters: DeadLetterStore;
   /**
@@ -80,6 +84,8 @@ export interface WebhookDeliveryParts {
   deadLetters: DeadLetterStore;
   logger: Logger;
   metrics?: PipelineMetrics | undefined;
+  /** Counts `delivered` by the feed of the event's query. */
+  feeds?: FeedMetrics | undefined;
   /** `delivery.webhook.max_age_ms`: how long after entering the queue an event is still tried. */
   maxAgeMs: number;
   /** `delivery.webhook.backoff`: the wait after each failed attempt. */
@@ -170,13 +176,14 @@ function logFields({ job, start }: Attempt) {
 
 /** A 2xx: the event leaves its line, and the next one's job is woken. */
 async function delivered(
-  { store, jobs, metrics, logger }: WebhookDeliveryParts,
+  { store, jobs, metrics, feeds, logger }: WebhookDeliveryParts,
   attempt: Attempt,
   status: number,
 ): Promise<WebhookJobResult> {
   const { job, start, at } = attempt;
-  const next = await store.delivered(job.data.event_id, job.data.query_key, at);
+  const { next, feed } = await store.delivered(job.data.event_id, job.data.query_key, at, status);
   metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'delivered' });
+  if (feed !== undefined) feeds?.count(feed, 'delivered');
   const seconds = updateToDeliverySeconds(start.event, at);
   if (seconds !== undefined) metrics?.updateToDelivery.observe({ channel: CHANNEL }, seconds);
   logger.info({ ...logFields(attempt), status, outcome: 'delivered' }, 'webhook delivered');
@@ -200,16 +207,21 @@ async function deadLetter(
   error: WebhookDeliveryError,
 ): Promise<WebhookJobResult> {
   const { job, start, startedAt, at } = attempt;
-  const next = await store.dead(job.data.event_id, job.data.query_key, at, (multi) =>
-    deadLetters.stage(multi, {
-      event: start.event,
-      channel: CHANNEL,
-      last_error: lastError(error),
-      attempts: start.attempt,
-      first_attempt_at: new Date(start.firstAttemptAt).toISOString(),
-      last_attempt_at: new Date(startedAt).toISOString(),
-      dead_lettered_at: new Date(at).toISOString(),
-    }),
+  const { next } = await store.dead(
+    job.data.event_id,
+    job.data.query_key,
+    at,
+    (multi) =>
+      deadLetters.stage(multi, {
+        event: start.event,
+        channel: CHANNEL,
+        last_error: lastError(error),
+        attempts: start.attempt,
+        first_attempt_at: new Date(start.firstAttemptAt).toISOString(),
+        last_attempt_at: new Date(startedAt).toISOString(),
+        dead_lettered_at: new Date(at).toISOString(),
+      }),
+    lastError(error),
   );
   metrics?.deliveries.inc({ channel: CHANNEL, outcome: 'dead_lettered' });
   metrics?.deadLetters.inc({ channel: CHANNEL });
@@ -280,7 +292,7 @@ function partsOf(
   deps: WebhookDeliveriesDeps,
   webhook: WebhookSettings,
 ): Omit<WebhookDeliveryParts, 'jobs'> {
-  const { config, connection, prefix, logger, metrics, deadLetters } = deps;
+  const { config, connection, prefix, logger, metrics, feeds, deadLetters } = deps;
   // The signer first: a malformed secret throws before anything else is made.
   return {
     signer: new WebhookSigner(webhook.secret),
@@ -294,10 +306,12 @@ function partsOf(
       prefix,
       keys: deps.keys,
       deadTtlS: config.delivery.dead_letters.retention_days * 86_400,
+      traceTtlS: deliveryTraceTtlOf(config),
     }),
     deadLetters,
     logger,
     metrics,
+    feeds,
     maxAgeMs: webhook.max_age_ms,
     backoff: {
       firstDelayMs: webhook.backoff.first_delay_ms,

@@ -21,11 +21,13 @@ import { PatientLocator } from '../ingest/patient-locator.ts';
 import type { QueueViewSource } from '../ingest/queue-view/queue-view-source.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import type { Logger } from '../observability/logger.ts';
+import { FeedMetrics } from '../observability/feed-metrics.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { processRegistry } from '../observability/process-registry.ts';
 import { ServiceHealth } from '../observability/service-health.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { PollListing } from '../queries/poll-listing.ts';
+import { MessageTraceReader } from '../trace/message-trace-reader.ts';
 import type { PolledOutcome } from '../queries/poll-scheduler.ts';
 import { queryJobOptions } from '../queries/query-job.ts';
 import { QueryScheduler } from '../queries/query-scheduler.ts';
@@ -226,6 +228,7 @@ export class App {
       presets: this.presets,
       registry,
       keySpace: this.partitions,
+      keys: this.keys,
     });
   }
 
@@ -282,7 +285,8 @@ export class App {
   /**
    * What the operator's queue view shows, opened on `connection` (the ingest's queue connection):
    * the deployment's queues as `status` lists them, opened for reading only (no meta update),
-   * each partition's dead letters and each partition's queries being polled. Undefined unless
+   * each partition's dead letters, each partition's queries being polled and the message trace
+   * (the Messages pages). Undefined unless
    * `admin.queue_view.enabled`.
    */
   queueView(connection: RedisClient): QueueViewSource | undefined {
@@ -319,6 +323,10 @@ export class App {
         prefix,
         listing: new PollListing({ redis: connection, prefix }),
       })),
+      messages: {
+        reader: new MessageTraceReader({ redis: connection, space: this.partitions }),
+        traceEnabled: this.config.trace.enabled,
+      },
       async close() {
         for (const queue of opened.values()) await queue.close();
       },
@@ -357,6 +365,7 @@ export class App {
       logger: this.logger,
       metrics: this.pipelineMetrics,
       outboundMetrics: this.outboundMetrics,
+      feeds: new FeedMetrics(this.metrics),
     });
   }
 
@@ -373,6 +382,7 @@ export class App {
       crosswalk: this.crosswalk,
       logger: options.logger ?? this.logger,
       metrics: this.pipelineMetrics,
+      feeds: new FeedMetrics(this.metrics),
     });
   }
 
@@ -386,6 +396,7 @@ export class App {
       keys: this.keys,
       logger,
       metrics: this.pipelineMetrics,
+      feeds: new FeedMetrics(this.metrics),
       deadLetters: new DeadLetterStore({
         redis: connection,
         prefix,

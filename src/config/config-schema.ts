@@ -446,6 +446,26 @@ export const ConfigSchema = z
       }),
     }),
     queries: QueriesSchema,
+    /**
+     * The message trace (docs/message-trace.md): each accepted message's receipt under its sender's
+     * control id, and each query's and delivery's steps, kept in Redis without identifiers in plain
+     * text, for `concordance-worker trace`, the admin route and the queue view's Messages page.
+     */
+    trace: z
+      .strictObject({
+        /** `TRACE_ENABLED`: off, no trace entry is written (the per-feed counters still count). */
+        enabled: z.boolean(),
+        /** `TRACE_RETENTION_DAYS`: entries expire this long after their last write. */
+        retention_days: z.int().min(1).max(90),
+        /**
+         * `TRACE_KEEP_RAW`: also keep each message as received, sealed under the crosswalk key,
+         * shown only by `trace --raw` to an admin and audited. Off by default.
+         */
+        keep_raw: z.boolean(),
+        /** Receipts kept per control id (a resent message adds one; the oldest go first). */
+        max_receipts: z.int().min(1).max(100),
+      })
+      .default({ enabled: true, retention_days: 7, keep_raw: false, max_receipts: 20 }),
     worker: z.strictObject({
       metrics_port: port,
       host: z.string().min(1),

@@ -11,10 +11,13 @@ import type { Config } from './config-schema.ts';
  * The query engine (workers/concordance-queries.ts): its rules, what a record may send, and
  * Prevent (its identifier key).
  */
-export type QueriesSlice = Pick<Config, 'queries' | 'privacy' | 'prevent'>;
+export type QueriesSlice = Pick<Config, 'queries' | 'privacy' | 'prevent' | 'trace'>;
 
-/** The delivery side (router, channels, webhook worker): `delivery.*` and the outbound network. */
-export type DeliverySlice = Pick<Config, 'delivery' | 'outbound'>;
+/**
+ * The delivery side (router, channels, webhook worker): `delivery.*`, the outbound network, and
+ * `trace.*` (each delivery step's trace).
+ */
+export type DeliverySlice = Pick<Config, 'delivery' | 'outbound' | 'trace'>;
 
 /** The client of the Clinical Graph Service: `service.*` and the outbound network. */
 export type ServiceSlice = Pick<Config, 'service' | 'outbound'>;
@@ -38,6 +41,7 @@ export type IngestSlice = Pick<
   | 'redis'
   | 'outbound'
   | 'prevent'
+  | 'trace'
 > & {
   /** `identity` without its secrets: only the one key across feeds (`identity.patient_key`). */
   identity: Pick<Config['identity'], 'patient_key'>;
@@ -68,6 +72,7 @@ export function configSlices(config: Config): ConfigSlices {
     terminology,
     prevent,
     identity,
+    trace,
   } = config;
   return {
     ingest: {
@@ -81,10 +86,11 @@ export function configSlices(config: Config): ConfigSlices {
       redis,
       outbound,
       prevent,
+      trace,
       identity: { patient_key: identity.patient_key },
     },
-    queries: { queries, privacy, prevent },
-    delivery: { delivery, outbound },
+    queries: { queries, privacy, prevent, trace },
+    delivery: { delivery, outbound, trace },
     service: { service, outbound },
     terminology: { terminology, outbound, redis },
   };

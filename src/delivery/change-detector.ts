@@ -14,6 +14,21 @@ export interface ChangeDetectorOptions {
   prefix: KeySpace;
   /** Keys ignored at any depth (`delivery.change_detection.ignore_fields`). */
   ignoreFields: readonly string[];
+  /**
+   * The message trace's retention, seconds, when unchanged results are held back
+   * (`delivery.only_changed`): each one's delivery trace notes `unchanged_at`. @defaultValue 0
+   * (nothing written)
+   */
+  holdTraceTtlS?: number;
+  /** @defaultValue `Date.now` */
+  now?: () => number;
+}
+
+/** What {@link ChangeDetector.checkWithFeeds} finds for a result. */
+export interface CheckedResult {
+  changed: boolean;
+  /** The feed that opened its query, from its delivery trace; undefined when none. */
+  feed: string | undefined;
 }
 
 /**
@@ -26,11 +41,15 @@ export class ChangeDetector {
   readonly #redis: RedisClient;
   readonly #prefix: KeySpace;
   readonly #ignoreFields: readonly string[];
+  readonly #holdTraceTtlS: number;
+  readonly #now: () => number;
 
-  constructor({ redis, prefix, ignoreFields }: ChangeDetectorOptions) {
+  constructor({ redis, prefix, ignoreFields, holdTraceTtlS, now }: ChangeDetectorOptions) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#ignoreFields = ignoreFields;
+    this.#holdTraceTtlS = holdTraceTtlS ?? 0;
+    this.#now = now ?? Date.now;
   }
 
   /** The fingerprint of what a result says (not of when or why it was produced). */
@@ -59,6 +78,14 @@ export class ChangeDetector {
    * event (a later event of the same key is compared with the earlier one).
    */
   async checkMany(events: readonly ResultEvent[]): Promise<boolean[]> {
+    return (await this.checkWithFeeds(events)).map((c) => c.changed);
+  }
+
+  /**
+   * {@link checkMany}, each answer with the feed of its event's delivery trace (for
+   * `cw_feed_messages_total{stage="delivered"}`), in the same script call.
+   */
+  async checkWithFeeds(events: readonly ResultEvent[]): Promise<CheckedResult[]> {
     const byPrefix = new Map<string, number[]>();
     events.forEach((event, i) => {
       const prefix = patientPrefix(this.#prefix, event.patient_service_id);
@@ -66,20 +93,27 @@ export class ChangeDetector {
       if (indexes === undefined) byPrefix.set(prefix, [i]);
       else indexes.push(i);
     });
-    const changed = new Array<boolean>(events.length).fill(false);
+    const checked = events.map((): CheckedResult => ({ changed: false, feed: undefined }));
+    const now = this.#now();
     await Promise.all(
       [...byPrefix].map(async ([prefix, indexes]) => {
         const keys: string[] = [];
-        const args: string[] = [];
+        const args: (string | number)[] = [prefix, this.#holdTraceTtlS, now];
         for (const i of indexes) {
           const event = events[i] as ResultEvent;
           keys.push(`${prefix}:delivery:last:${event.patient_service_id}/${event.ccsr_category}`);
           args.push(this.contentHash(event), event.id);
         }
-        const answers = (await CHECK.run(this.#redis, keys, args)) as number[];
-        indexes.forEach((i, n) => (changed[i] = answers[n] === 1));
+        const answers = (await CHECK.run(this.#redis, keys, args)) as (number | string)[];
+        indexes.forEach((i, n) => {
+          const feed = answers[2 * n + 1];
+          checked[i] = {
+            changed: answers[2 * n] === 1,
+            feed: feed === undefined || feed === '' ? undefined : String(feed),
+          };
+        });
       }),
     );
-    return changed;
+    return checked;
   }
 }

@@ -3,7 +3,9 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import type { DeliverySlice } from '../config/config-slices.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
+import type { FeedMetrics } from '../observability/feed-metrics.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
+import { traceTtlSeconds } from '../trace/trace-keys.ts';
 import { ChangeDetector } from './change-detector.ts';
 import { DeliveryConfigError } from './delivery-config-error.ts';
 import { deliveryConfigProblems } from './delivery-config-problems.ts';
@@ -30,6 +32,8 @@ export interface CreateDeliveryRouterOptions {
   metrics?: PipelineMetrics;
   /** Counts outbound events dropped unconsumed (`cw_outbound_queue_expired_total`). */
   outboundMetrics?: OutboundQueueMetrics;
+  /** `cw_feed_messages_total`: results the outbound queue took count `delivered` by feed. */
+  feeds?: FeedMetrics;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -41,6 +45,14 @@ export interface DeliveryRouting {
   channels: readonly DeliveryChannel[];
   /** Closes the channels' queues (not the connection). */
   close(): Promise<void>;
+}
+
+/**
+ * The message trace's retention in seconds (`trace.retention_days`), 0 when `trace.enabled` is
+ * off: the delivery steps then write no trace.
+ */
+export function deliveryTraceTtlOf(config: Pick<DeliverySlice, 'trace'>): number {
+  return config.trace.enabled ? traceTtlSeconds(config.trace.retention_days) : 0;
 }
 
 /**
@@ -57,9 +69,11 @@ export function createDeliveryRouter({
   logger,
   metrics,
   outboundMetrics,
+  feeds,
   now,
 }: CreateDeliveryRouterOptions): DeliveryRouting {
   const { delivery } = config;
+  const traceTtlS = deliveryTraceTtlOf(config);
   const [problem] = deliveryConfigProblems(config);
   if (problem !== undefined) throw new DeliveryConfigError(problem.message);
   const channels: DeliveryChannel[] = [];
@@ -76,6 +90,7 @@ export function createDeliveryRouter({
         retention: outbound.retention,
         key: outboundKeys,
         metrics: outboundMetrics,
+        trace: { prefix, ttlS: traceTtlS },
         now,
       }),
     );
@@ -89,10 +104,13 @@ export function createDeliveryRouter({
       redis: connection,
       prefix,
       ignoreFields: delivery.change_detection.ignore_fields,
+      holdTraceTtlS: delivery.only_changed ? traceTtlS : 0,
+      ...(now === undefined ? {} : { now }),
     }),
     onlyChanged: delivery.only_changed,
     logger,
     metrics,
+    ...(feeds === undefined ? {} : { feeds }),
     now,
   });
   return { router, channels, close: () => router.close() };

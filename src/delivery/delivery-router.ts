@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { FeedMetrics } from '../observability/feed-metrics.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import type { ChangeDetector } from './change-detector.ts';
 import type { ResultEvent } from '../interface/result-event.ts';
@@ -14,6 +15,11 @@ export interface DeliveryRouterOptions {
   onlyChanged?: boolean;
   logger: Logger;
   metrics?: PipelineMetrics;
+  /**
+   * `cw_feed_messages_total`: a result handed to a channel that does not report its own outcomes
+   * (the outbound queue) counts `delivered` by the feed of its query, once per such channel.
+   */
+  feeds?: FeedMetrics;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -30,6 +36,7 @@ export class DeliveryRouter implements ResultSink {
   readonly #onlyChanged: boolean;
   readonly #logger: Logger;
   readonly #metrics: PipelineMetrics | undefined;
+  readonly #feeds: FeedMetrics | undefined;
   readonly #now: () => number;
 
   constructor(options: DeliveryRouterOptions) {
@@ -38,6 +45,7 @@ export class DeliveryRouter implements ResultSink {
     this.#onlyChanged = options.onlyChanged ?? false;
     this.#logger = options.logger;
     this.#metrics = options.metrics;
+    this.#feeds = options.feeds;
     this.#now = options.now ?? Date.now;
   }
 
@@ -50,10 +58,11 @@ export class DeliveryRouter implements ResultSink {
    * (one bulk add for the outbound queue).
    */
   async deliverMany(events: readonly ResultEvent[]): Promise<void> {
-    const answers = await this.#changes.checkMany(events);
-    const checked = events.map((event, i) => ({ event, changed: answers[i] === true }));
+    const answers = await this.#changes.checkWithFeeds(events);
+    const checked = events.map((event, i) => ({ event, ...answers[i] }));
     const routed: ResultEvent[] = [];
-    for (const { event, changed } of checked) {
+    const feeds: (string | undefined)[] = [];
+    for (const { event, changed = false, feed } of checked) {
       if (this.#onlyChanged && !changed) {
         for (const channel of this.channels) {
           this.#metrics?.deliveries.inc({ channel: channel.name, outcome: 'suppressed' });
@@ -64,6 +73,7 @@ export class DeliveryRouter implements ResultSink {
         );
       } else {
         routed.push({ ...event, changed });
+        feeds.push(feed);
       }
     }
     if (routed.length === 0) return;
@@ -78,6 +88,7 @@ export class DeliveryRouter implements ResultSink {
     for (const channel of this.channels) {
       if (channel.reportsOutcomes === true) continue;
       this.#metrics?.deliveries.inc({ channel: channel.name, outcome: 'delivered' }, routed.length);
+      for (const feed of feeds) if (feed !== undefined) this.#feeds?.count(feed, 'delivered');
       for (const event of routed) {
         const seconds = updateToDeliverySeconds(event, now);
         if (seconds !== undefined)

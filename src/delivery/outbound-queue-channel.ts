@@ -1,5 +1,7 @@
 import { Queue } from 'bullmq';
+import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
+import { deliveryTraceKey } from '../trace/trace-keys.ts';
 import { sealOutboundEvent, type OutboundEvent } from './outbound-event.ts';
 import { OutboundKeyring, type OutboundKeys } from './outbound-keyring.ts';
 import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
@@ -24,6 +26,11 @@ export interface OutboundQueueChannelOptions {
    */
   key: string | OutboundKeys;
   metrics?: OutboundQueueMetrics;
+  /**
+   * The message trace: each event's delivery trace (in its patient's partition of `prefix`) notes
+   * `outbound_at` once added, kept `ttlS` seconds. @defaultValue none (the trace off)
+   */
+  trace?: { prefix: KeySpace; ttlS: number };
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -41,6 +48,8 @@ export class OutboundQueueChannel implements DeliveryChannel {
   readonly #keys: OutboundKeys;
   readonly #metrics: OutboundQueueMetrics | undefined;
   readonly #now: () => number;
+  readonly #connection: RedisClient;
+  readonly #trace: OutboundQueueChannelOptions['trace'];
   #lastTrim = 0;
 
   constructor({
@@ -50,8 +59,11 @@ export class OutboundQueueChannel implements DeliveryChannel {
     retention,
     key,
     metrics,
+    trace,
     now = Date.now,
   }: OutboundQueueChannelOptions) {
+    this.#connection = connection;
+    this.#trace = trace !== undefined && trace.ttlS > 0 ? trace : undefined;
     this.queue = new Queue<OutboundEvent>(name, { connection, prefix });
     this.#retention = retention;
     this.#keys = typeof key === 'string' ? OutboundKeyring.legacy(key) : key;
@@ -78,7 +90,33 @@ export class OutboundQueueChannel implements DeliveryChannel {
     } else if (jobs.length > 1) {
       await this.queue.addBulk(jobs);
     }
+    await this.#traceHandOver(events, this.#now());
     if (this.#now() - this.#lastTrim >= TRIM_EVERY_MS) await this.trimExpired();
+  }
+
+  /**
+   * Notes `outbound_at` in each event's delivery trace. The add is BullMQ's own script, which
+   * writes no trace of ours: one MULTI per partition after it (the only extra round trip of the
+   * trace, and only with the outbound queue on).
+   */
+  async #traceHandOver(events: readonly ResultEvent[], at: number): Promise<void> {
+    const trace = this.#trace;
+    if (trace === undefined || events.length === 0) return;
+    const byPrefix = new Map<string, string[]>();
+    for (const event of events) {
+      const prefix = patientPrefix(trace.prefix, event.patient_service_id);
+      byPrefix.set(prefix, [...(byPrefix.get(prefix) ?? []), event.id]);
+    }
+    await Promise.all(
+      [...byPrefix].map(([prefix, ids]) => {
+        const multi = this.#connection.multi();
+        for (const id of ids) {
+          const key = deliveryTraceKey(prefix, id);
+          multi.hset(key, 'outbound_at', at).expire(key, trace.ttlS);
+        }
+        return multi.exec();
+      }),
+    );
   }
 
   /**

@@ -34,6 +34,18 @@ export interface WebhookDeliveryStoreOptions {
   deliveredTtlS?: number;
   /** How long a dead event's marker is kept (its letter holds the event). @defaultValue 30 days */
   deadTtlS?: number;
+  /**
+   * The message trace's retention, seconds: each attempt, failure and end is noted in the
+   * event's delivery trace. @defaultValue 0 (the trace off: nothing written)
+   */
+  traceTtlS?: number;
+}
+
+/** How a delivery ended: the next event of its key's line, and the feed of its query. */
+export interface FinishedDelivery {
+  next: string | undefined;
+  /** From the event's delivery trace (`cw_feed_messages_total`); undefined when none. */
+  feed: string | undefined;
 }
 
 /** What {@link WebhookDeliveryStore.begin} decided for a job. */
@@ -66,6 +78,11 @@ export function queryKeyOf(event: Pick<ResultEvent, 'patient_service_id' | 'ccsr
   return `${event.patient_service_id}/${event.ccsr_category}`;
 }
 
+/** A failed attempt's answer as the delivery trace notes it: the HTTP status, else the code. */
+function answerOf(error: DeadLetterError): string {
+  return error.status === null ? error.code : String(error.status);
+}
+
 /**
  * The webhook's per-event state and per-key lines in Redis. Each (patient_service_id,
  * ccsr_category) has a line (a sorted set scored by a global sequence, i.e. hand-over order); only
@@ -79,6 +96,7 @@ export class WebhookDeliveryStore {
   readonly #deliveredTtlS: number;
   readonly #deadTtlS: number;
   readonly #keys: CrosswalkKeys;
+  readonly #traceTtlS: number;
 
   constructor({
     redis,
@@ -86,7 +104,9 @@ export class WebhookDeliveryStore {
     keys,
     deliveredTtlS = 7 * 86_400,
     deadTtlS = 30 * 86_400,
+    traceTtlS = 0,
   }: WebhookDeliveryStoreOptions) {
+    this.#traceTtlS = traceTtlS;
     this.#redis = redis;
     this.#prefix = prefix;
     this.#deliveredTtlS = deliveredTtlS;
@@ -189,7 +209,7 @@ export class WebhookDeliveryStore {
     const reply = (await BEGIN.run(
       this.#redis,
       [this.#eventKey(eventId), this.#lineKey(key)],
-      [eventId, jobId, now],
+      [eventId, jobId, now, this.#prefix, this.#traceTtlS],
     )) as string[];
     const [kind, a, b, c, d] = reply;
     if (kind === 'go') {
@@ -221,7 +241,7 @@ export class WebhookDeliveryStore {
     await RECORD_FAILURE.run(
       this.#redis,
       [this.#eventKey(eventId), this.#retryingKey],
-      [eventId, JSON.stringify(error)],
+      [eventId, JSON.stringify(error), this.#prefix, this.#traceTtlS, answerOf(error)],
     );
   }
 
@@ -235,9 +255,18 @@ export class WebhookDeliveryStore {
     return score === undefined ? undefined : Number(score);
   }
 
-  /** Marks the event delivered; returns the next event of its key's line, if any. */
-  async delivered(eventId: string, key: string, now: number): Promise<string | undefined> {
-    return this.#finish(this.#redis.multi(), eventId, key, 'delivered', now, this.#deliveredTtlS);
+  /**
+   * Marks the event delivered (`status`: the endpoint's answer, for the trace); returns the next
+   * event of its key's line, if any, and the feed of its query.
+   */
+  async delivered(
+    eventId: string,
+    key: string,
+    now: number,
+    status?: number,
+  ): Promise<FinishedDelivery> {
+    const answer = status === undefined ? '' : String(status);
+    return this.#finish(this.#redis.multi(), eventId, key, 'delivered', now, answer);
   }
 
   /**
@@ -249,8 +278,10 @@ export class WebhookDeliveryStore {
     key: string,
     now: number,
     stage: (multi: ChainableCommander) => ChainableCommander,
-  ): Promise<string | undefined> {
-    return this.#finish(stage(this.#redis.multi()), eventId, key, 'dead', now, this.#deadTtlS);
+    error?: DeadLetterError,
+  ): Promise<FinishedDelivery> {
+    const answer = error === undefined ? '' : answerOf(error);
+    return this.#finish(stage(this.#redis.multi()), eventId, key, 'dead', now, answer);
   }
 
   async #finish(
@@ -259,16 +290,21 @@ export class WebhookDeliveryStore {
     key: string,
     state: 'delivered' | 'dead',
     now: number,
-    ttlS: number,
-  ): Promise<string | undefined> {
+    answer: string,
+  ): Promise<FinishedDelivery> {
+    const ttlS = state === 'delivered' ? this.#deliveredTtlS : this.#deadTtlS;
     const results = await FINISH.stage(
       multi,
       [this.#eventKey(eventId), this.#lineKey(key), this.#keysKey, this.#retryingKey],
-      [eventId, state, now, ttlS, key],
+      [eventId, state, now, ttlS, key, this.#prefix, this.#traceTtlS, answer],
     ).exec();
     const last = results?.at(-1);
     if (last === undefined || last[0] !== null) throw last?.[0] ?? new Error('MULTI was discarded');
-    return last[1] === '' ? undefined : (last[1] as string);
+    const [next, feed] = last[1] as [string, string];
+    return {
+      next: next === '' ? undefined : next,
+      feed: feed === '' ? undefined : feed,
+    };
   }
 
   async state(eventId: string): Promise<DeliveryState | undefined> {

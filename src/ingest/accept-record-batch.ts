@@ -3,6 +3,7 @@ import type { ValidationErrorItem } from '../interface/validation-error.ts';
 import {
   commitInputOf,
   extraCategoriesOf,
+  jsonReceiptHead,
   MAX_ATTEMPTS,
   recordMissingItem,
   type AcceptedAnswer,
@@ -51,6 +52,10 @@ export async function acceptRecordBatch(
   const { locator } = deps;
   const eventIds = bodies.map((body) => body.event_id ?? randomUUID());
   const extras = bodies.map((body) => extraCategoriesOf(deps.rules, body));
+  // One receipt per item, under its own control id (its event id).
+  const receipts = bodies.map((body, i) =>
+    jsonReceiptHead(deps.trace, body, eventIds[i] as string, now),
+  );
   const localIds = [...new Set(bodies.map((body) => body.patient_id))];
   const located = new Map<string, LocatedPatient>(
     await Promise.all(
@@ -81,6 +86,7 @@ export async function acceptRecordBatch(
         eventId: eventIds[i] as string,
         now,
         extraCategories: extras[i] as string[],
+        receipt: receipts[i],
       });
     });
     const answers = await deps.committer.commitMany(inputs);
@@ -96,6 +102,7 @@ export async function acceptRecordBatch(
         case 'ok':
         case 'unchanged':
           locator.confirm(patient);
+          if (answer.status === 'ok') deps.trace?.queued(answer.queries.length);
           results[i] = {
             event_id: eventId,
             patient_service_id: patient.patientServiceId,

@@ -7,6 +7,8 @@ import { CommitConflictError } from './errors/commit-conflict-error.ts';
 import type { LocatedPatient, PatientLocator } from './patient-locator.ts';
 import type { RecordUpdateBody } from './schemas/record-update-body.ts';
 import type { CommitInput, UpdateCommitter } from './update-committer.ts';
+import type { FeedTrace } from './feed-trace.ts';
+import type { ReceiptHead } from '../trace/receipt-head.ts';
 
 export interface RecordUpdateDeps {
   /** Finds each update's patient (cached, verified by the commit). */
@@ -15,6 +17,31 @@ export interface RecordUpdateDeps {
   committer: UpdateCommitter;
   /** `config.presets.rules`: presets of every patient. */
   rules: readonly PresetRule[];
+  /** The `json` feed's counters and receipts. @defaultValue none */
+  trace?: FeedTrace | undefined;
+}
+
+/**
+ * The receipt head of one JSON update (control id: its `event_id`, or the one generated and
+ * answered), as the commit records it when stored (202).
+ */
+export function jsonReceiptHead(
+  trace: FeedTrace | undefined,
+  body: RecordUpdateBody,
+  eventId: string,
+  at: Date,
+): ReceiptHead | undefined {
+  return trace?.head(
+    {
+      controlId: eventId,
+      at,
+      sender: { application: body.source ?? null, facility: null },
+      type: 'record-update',
+      traceId: null,
+      raw: JSON.stringify(body),
+    },
+    { code: '202' },
+  );
 }
 
 /** The 202 answer. */
@@ -62,7 +89,12 @@ export function commitInputOf(
   deps: Pick<RecordUpdateDeps, 'records'>,
   body: RecordUpdateBody,
   located: LocatedPatient,
-  extra: { eventId: string; now: Date; extraCategories: readonly string[] },
+  extra: {
+    eventId: string;
+    now: Date;
+    extraCategories: readonly string[];
+    receipt?: ReceiptHead | undefined;
+  },
 ): CommitInput {
   const patientServiceId = located.patientServiceId;
   return {
@@ -82,6 +114,7 @@ export function commitInputOf(
     extraCategories: extra.extraCategories,
     // An id we generated cannot come back: only the sender's own ids are worth remembering.
     remember: body.event_id !== undefined,
+    receipt: extra.receipt,
   };
 }
 
@@ -100,6 +133,7 @@ export async function acceptRecordUpdate(
 ): Promise<RecordUpdateResult> {
   const eventId = body.event_id ?? randomUUID();
   const extraCategories = extraCategoriesOf(deps.rules, body);
+  const receipt = jsonReceiptHead(deps.trace, body, eventId, now);
   let followMerges = false;
   for (let attempt = 1; ; attempt++) {
     // A local id retired by an HL7 merge stands for its survivor, whatever the feed.
@@ -108,7 +142,7 @@ export async function acceptRecordUpdate(
     // (not even a crosswalk entry) is created.
     if (located.kind === 'new' && body.assembled_patient === undefined) throw recordMissing();
     const result = await deps.committer.commit(
-      commitInputOf(deps, body, located, { eventId, now, extraCategories }),
+      commitInputOf(deps, body, located, { eventId, now, extraCategories, receipt }),
     );
     const patientServiceId = located.patientServiceId;
     switch (result.status) {
@@ -121,6 +155,7 @@ export async function acceptRecordUpdate(
         };
       case 'ok':
         deps.locator.confirm(located);
+        deps.trace?.queued(result.queries.length);
         return {
           outcome: 'accepted',
           answer: {

@@ -25,6 +25,7 @@ import { installReadinessGate } from './hooks/readiness-gate.ts';
 import { installRequestLog } from './hooks/request-log.ts';
 import { installUnauthorizedLog } from './hooks/unauthorized-log.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
+import { FeedTrace } from './feed-trace.ts';
 import { ingestTls } from './ingest-tls.ts';
 import { PatientLocator } from './patient-locator.ts';
 import { fhirRoutes } from './fhir/fhir-routes.ts';
@@ -34,6 +35,7 @@ import { patientAdminRoutes } from './routes/patient-admin-routes.ts';
 import { presetRoutes } from './routes/preset-routes.ts';
 import { recordUpdateBatchRoutes } from './routes/record-update-batch-routes.ts';
 import { recordUpdateRoutes } from './routes/record-update-routes.ts';
+import { traceRoutes } from './routes/trace-routes.ts';
 import { registerIngestOpenApi } from './openapi/ingest-openapi.ts';
 import { zodValidatorCompiler } from './zod-validator-compiler.ts';
 import type { QueueViewSource } from './queue-view/queue-view-source.ts';
@@ -173,6 +175,7 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     tables,
     identifyingFields: config.privacy.identifying_fields,
     metrics: new IngestMetrics(registry),
+    trace: new FeedTrace({ feed: 'json', registry, committer: deps.committer, logger }),
   };
   await app.register(recordUpdateRoutes, recordUpdates);
   await app.register(recordUpdateBatchRoutes, { ...recordUpdates, limits: config.ingest.batch });
@@ -183,7 +186,11 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
     tables,
     preventEnabled: config.prevent.enabled,
   });
-  if (deps.admin !== undefined) await app.register(patientAdminRoutes, { admin: deps.admin });
+  if (deps.admin !== undefined) {
+    // The trace first: in the description's walk its examples come before the purge.
+    await app.register(traceRoutes, { admin: deps.admin });
+    await app.register(patientAdminRoutes, { admin: deps.admin });
+  }
   const view = config.admin.queue_view;
   if (view.enabled) {
     if (deps.queueView === undefined) {

@@ -6,6 +6,7 @@ import type { ClinicalChange } from '../records/clinical-change.ts';
 import type { ClinicalRecord } from '../records/clinical-record.ts';
 import type { RecordStore } from '../records/record-store.ts';
 import type { ProblemTerminology } from '../terminology/problem-terminology.ts';
+import type { ReceiptHead } from '../trace/receipt-head.ts';
 import { CommitConflictError } from './errors/commit-conflict-error.ts';
 import { DEFAULT_CACHE_ENTRIES, PatientLocator, type LocatedPatient } from './patient-locator.ts';
 import {
@@ -46,6 +47,27 @@ export interface ClinicalUpdate {
   changes: ClinicalChange[];
   /** Kinds of data the message changed (`Condition`, `Observation`…), for config rules. */
   kinds: string[];
+  /**
+   * The message's receipt without its outcome (docs/message-trace.md): the commit records it.
+   * @defaultValue none
+   */
+  receipt?: ReceiptHead | undefined;
+  /**
+   * Also answer `traced` and `queued` (the feeds' trace and counters).
+   * @defaultValue false
+   */
+  report?: boolean | undefined;
+}
+
+/** What {@link ClinicalUpdates.apply} did. */
+export interface AppliedUpdate {
+  patientServiceId: string;
+  version: number;
+  changed: boolean;
+  /** True when the commit script recorded the message's receipt (else the caller writes it). */
+  traced?: boolean;
+  /** Queries opened or joined. */
+  queued?: number;
 }
 
 /**
@@ -57,9 +79,12 @@ export interface ClinicalUpdate {
 export class ClinicalUpdates {
   readonly #o: ClinicalUpdatesOptions;
   readonly #locator: PatientLocator;
+  /** The committer: the feeds write the receipts of messages that store nothing with it. */
+  readonly committer: UpdateCommitter;
 
   constructor(options: ClinicalUpdatesOptions) {
     this.#o = options;
+    this.committer = options.committer;
     this.#locator =
       options.locator ??
       new PatientLocator({ crosswalk: options.crosswalk, maxEntries: DEFAULT_CACHE_ENTRIES });
@@ -163,7 +188,7 @@ export class ClinicalUpdates {
       | { unchanged: { patientServiceId: string; version: number }; located?: LocatedPatient }
       | { stale: LocatedPatient }
     >,
-  ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
+  ): Promise<Required<AppliedUpdate>> {
     let followMerges = false;
     for (let n = 1; n <= MAX_ATTEMPTS; n++) {
       const input = await attempt(followMerges);
@@ -173,7 +198,7 @@ export class ClinicalUpdates {
       }
       if ('unchanged' in input) {
         if (input.located !== undefined) this.#locator.confirm(input.located);
-        return { ...input.unchanged, changed: false };
+        return { ...input.unchanged, changed: false, traced: false, queued: 0 };
       }
       const { located, ...commit } = input;
       const result = await this.#o.committer.commit(commit);
@@ -189,13 +214,21 @@ export class ClinicalUpdates {
       if (located !== undefined) this.#locator.confirm(located);
       if (result.status === 'missing') {
         // A known patient without a record (purged, expired) and a message that adds nothing.
-        return { patientServiceId: input.patientServiceId, version: 0, changed: false };
+        return {
+          patientServiceId: input.patientServiceId,
+          version: 0,
+          changed: false,
+          traced: false,
+          queued: 0,
+        };
       }
       if (result.status === 'ok' || result.status === 'unchanged') {
         return {
           patientServiceId: input.patientServiceId,
           version: result.version,
           changed: result.status === 'ok' && input.record.kind !== 'keep',
+          traced: commit.receipt !== undefined && this.#o.committer.tracing,
+          queued: result.status === 'ok' ? result.queries.length : 0,
         };
       }
       throw new Error(`unexpected commit answer for a clinical update: ${result.status}`);
@@ -211,7 +244,7 @@ export class ClinicalUpdates {
     patient: { patientServiceId: string; newPatient?: CrosswalkPlan | undefined },
     record: ClinicalRecord,
     version: number,
-    rest: Pick<CommitInput, 'eventId' | 'extraCategories' | 'merge'>,
+    rest: Pick<CommitInput, 'eventId' | 'extraCategories' | 'merge' | 'receipt'>,
   ): CommitInput {
     const { patientServiceId, newPatient } = patient;
     return {
@@ -236,10 +269,8 @@ export class ClinicalUpdates {
    * UpdateCommitter). A message that changes nothing writes nothing and opens queries only where
    * they are stale (presets added since, or never opened for this version): a resend is harmless.
    */
-  async apply(
-    update: ClinicalUpdate,
-  ): Promise<{ patientServiceId: string; version: number; changed: boolean }> {
-    return this.#commitWithRetry(async (followMerges) => {
+  async apply(update: ClinicalUpdate): Promise<AppliedUpdate> {
+    const applied = await this.#commitWithRetry(async (followMerges) => {
       const current = await this.#current(update.localId, followMerges);
       if (current.stale === true) return { stale: current.located };
       const { located, patientServiceId, newPatient, stored, verify } = current;
@@ -277,6 +308,7 @@ export class ClinicalUpdates {
           eventId: update.eventId,
           now: this.#now(),
           extraCategories,
+          receipt: update.receipt,
         };
       }
       return {
@@ -285,9 +317,13 @@ export class ClinicalUpdates {
         ...this.#clinicalCommit({ patientServiceId, newPatient }, next.record, version, {
           eventId: update.eventId,
           extraCategories: categoriesFromRules(this.#o.rules, update.kinds),
+          receipt: update.receipt,
         }),
       };
     });
+    if (update.report === true) return applied;
+    const { traced: _traced, queued: _queued, ...rest } = applied;
+    return rest;
   }
 
   /**
@@ -301,7 +337,11 @@ export class ClinicalUpdates {
     survivingLocalId: string;
     priorLocalId: string;
     eventId: string;
-  }): Promise<{ patientServiceId: string }> {
+    /** The message's receipt without its outcome: the commit records it. @defaultValue none */
+    receipt?: ReceiptHead | undefined;
+    /** Also answer `traced` and `queued`. @defaultValue false */
+    report?: boolean | undefined;
+  }): Promise<{ patientServiceId: string; traced?: boolean; queued?: number }> {
     const prior = await this.#o.crosswalk.findCurrent(input.priorLocalId);
     if (prior === undefined) {
       return {
@@ -325,6 +365,7 @@ export class ClinicalUpdates {
       return this.#clinicalCommit({ patientServiceId, newPatient }, next.record, survivor.version, {
         eventId: input.eventId,
         extraCategories: [],
+        receipt: input.receipt,
         merge: {
           priorPatientServiceId: prior,
           priorExpectedVersion: old.version,
@@ -332,7 +373,12 @@ export class ClinicalUpdates {
         },
       });
     });
-    return { patientServiceId: result.patientServiceId };
+    if (input.report !== true) return { patientServiceId: result.patientServiceId };
+    return {
+      patientServiceId: result.patientServiceId,
+      traced: result.traced,
+      queued: result.queued,
+    };
   }
 }
 

@@ -11,6 +11,9 @@ import { MAX_TRIGGER_IDS } from '../queries/query-state.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { ScheduledQuery } from '../queries/query-scheduler.ts';
 import type { RecordStore } from '../records/record-store.ts';
+import { receiptHeadJson, rawSealContext, type ReceiptHead } from '../trace/receipt-head.ts';
+import { ReceiptWriter, receiptSettings, type ReceiptSettings } from '../trace/receipt-writer.ts';
+import { patientMessagesKey, receiptsKey, recentMessagesKey } from '../trace/trace-keys.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
 
@@ -65,6 +68,12 @@ export interface CommitInput {
    * `retired`. Ignored with `newPatient` (the script checks the entry then).
    */
   verify?: { lookupKey: string; retiredKey: string };
+  /**
+   * The message's receipt (docs/message-trace.md) without its outcome: with the trace on, the
+   * script completes it from what it did (`ok`, `unchanged`, `duplicate`) and records it, with the
+   * trace of each query opened or joined. Outcomes the caller retries write nothing.
+   */
+  receipt?: ReceiptHead | undefined;
 }
 
 export type CommitResult =
@@ -100,6 +109,10 @@ export type ManyCommitResult = CommitResult | { status: 'skipped' };
  * dozen commands), while a batch still takes few round trips.
  */
 export const MAX_ITEMS_PER_SCRIPT = 100;
+
+/** The KEYS and ARGV of one commit of `lua/commit.lua` before its trace's (`lua/commit-many.lua`). */
+const COMMIT_KEYS = 11;
+const COMMIT_ARGS = 24;
 
 /**
  * What the commit script reads of a known patient, read in one round trip before the commit: the
@@ -199,14 +212,46 @@ export interface UpdateCommitterOptions {
    * (`cw_record_updates_stored_total`: the feed-silence signal).
    */
   onStored?: () => void;
+  /** `trace.*` when the message trace is on. @defaultValue off: no receipt is written */
+  trace?: ReceiptSettings | undefined;
+  /**
+   * With `trace.keep_raw`: seals a raw message under the crosswalk keys (`CrosswalkKeys.seal`).
+   * @defaultValue none: no raw message is kept
+   */
+  sealRaw?: ((plaintext: string, context: string) => string) | undefined;
 }
 
 /** Applies one message's changes in one Redis script: see `lua/commit.lua`. */
 export class UpdateCommitter {
   readonly #o: UpdateCommitterOptions;
+  /** Writes the receipt of a message that stores nothing; undefined when the trace is off. */
+  readonly receipts: ReceiptWriter | undefined;
 
   constructor(options: UpdateCommitterOptions) {
     this.#o = options;
+    this.receipts =
+      options.trace === undefined
+        ? undefined
+        : new ReceiptWriter({
+            redis: options.redis,
+            prefix: options.prefix,
+            settings: options.trace,
+          });
+  }
+
+  /** Whether receipts are written (`trace.enabled`). */
+  get tracing(): boolean {
+    return this.#o.trace !== undefined;
+  }
+
+  /**
+   * A raw message sealed for its receipt (`trace.keep_raw`), or undefined when raw messages are
+   * not kept (or the trace is off). Never kept in plain text.
+   */
+  sealRaw(raw: string | Buffer, controlId: string): string | undefined {
+    if (this.#o.trace === undefined || this.#o.sealRaw === undefined) return undefined;
+    const text = typeof raw === 'string' ? raw : raw.toString('latin1');
+    return this.#o.sealRaw(text, rawSealContext(controlId));
   }
 
   /**
@@ -214,8 +259,16 @@ export class UpdateCommitter {
    * `privacy.record_retention_days`, and `cw_queries_enqueued_total` on `registry`.
    */
   static fromConfig(deps: {
-    config: Pick<Config, 'queries' | 'ingest' | 'privacy' | 'redis'>;
+    config: Pick<Config, 'queries' | 'ingest' | 'privacy' | 'redis'> & {
+      /** @defaultValue the trace off */
+      trace?: Config['trace'] | undefined;
+    };
     redis: RedisClient;
+    /**
+     * The crosswalk keys, which seal raw messages with `trace.keep_raw`.
+     * @defaultValue none: raw messages are not kept
+     */
+    keys?: { seal(plaintext: string, context: string): string } | undefined;
     records: RecordStore;
     presets: PresetStore;
     registry: Registry;
@@ -240,6 +293,12 @@ export class UpdateCommitter {
       onQuery: (coalesced) => metrics.countQuery(coalesced),
       onUnchanged: () => metrics.countUnchanged(),
       onStored: () => metrics.countStored(),
+      trace: config.trace === undefined ? undefined : receiptSettings(config.trace),
+      sealRaw:
+        config.trace?.keep_raw === true && deps.keys !== undefined
+          ? (plaintext, context) =>
+              (deps.keys as NonNullable<typeof deps.keys>).seal(plaintext, context)
+          : undefined,
     });
   }
 
@@ -370,11 +429,17 @@ export class UpdateCommitter {
           const chunk = indexes.slice(from, from + MAX_ITEMS_PER_SCRIPT);
           const keys: string[] = [];
           const args: (string | number)[] = [chunk.length];
+          const traceKeys: string[] = [];
+          const traceArgs: (string | number)[] = [];
           for (const i of chunk) {
             const call = this.#call(inputs[i] as CommitInput, '');
-            keys.push(...call.keys);
-            args.push(...call.args);
+            keys.push(...call.keys.slice(0, COMMIT_KEYS));
+            traceKeys.push(...call.keys.slice(COMMIT_KEYS));
+            args.push(...call.args.slice(0, COMMIT_ARGS));
+            traceArgs.push(...call.args.slice(COMMIT_ARGS));
           }
+          keys.push(...traceKeys);
+          args.push(...traceArgs);
           const reply = (await COMMIT_MANY.run(this.#o.redis, keys, args)) as unknown[];
           if (reply[0] === 'refused') {
             const refused = chunk[Number(reply[1]) - 1] as number;
@@ -414,6 +479,16 @@ export class UpdateCommitter {
       input.merge?.retiredKey ?? recordKey,
       verify?.retiredKey ?? recordKey,
     ];
+    const trace = this.#o.trace;
+    const receipt = trace === undefined ? undefined : input.receipt;
+    if (receipt === undefined) keys.push(recordKey, recordKey, recordKey);
+    else {
+      keys.push(
+        receiptsKey(prefix, receipt.controlId),
+        patientMessagesKey(prefix, psid),
+        recentMessagesKey(prefix),
+      );
+    }
     const write = input.record;
     const args = [
       write.kind,
@@ -440,6 +515,13 @@ export class UpdateCommitter {
       input.merge?.retiredKey === undefined ? '0' : '1',
       movedPresets,
       verify === undefined ? '0' : '1',
+      receipt === undefined ? '' : receiptHeadJson(receipt),
+      receipt?.controlId ?? '',
+      receipt?.feed ?? '',
+      trace?.ttlSeconds ?? 0,
+      trace?.maxReceipts ?? 0,
+      receipt?.at.getTime() ?? 0,
+      prefix,
     ];
     return { keys, args };
   }

@@ -2,7 +2,19 @@ import { z } from 'zod';
 
 /** The administrative actions that touch patient data. */
 /** `show_duplicates`: `patient duplicates --show` printed local ids (issue 20). */
-export const AUDIT_ACTIONS = ['purge', 'opt_out', 'opt_in', 'replay', 'show_duplicates'] as const;
+/**
+ * `read_trace`: a patient's message trace read by its local id (`trace --patient`, the admin
+ * route); `show_raw`: `trace --raw` opened the sealed messages of a control id (issue 21).
+ */
+export const AUDIT_ACTIONS = [
+  'purge',
+  'opt_out',
+  'opt_in',
+  'replay',
+  'show_duplicates',
+  'read_trace',
+  'show_raw',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /**

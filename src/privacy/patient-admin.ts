@@ -5,12 +5,14 @@ import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import type { Logger } from '../observability/logger.ts';
 import { basePrefix, type KeySpace } from '../queues/partitions.ts';
+import { MessageTraceReader, type MessageTrace } from '../trace/message-trace-reader.ts';
 import type { AuditAction } from './audit-entry.ts';
 import { AuditLog } from './audit-log.ts';
 import { PatientConsent } from './patient-consent.ts';
 import type { PatientEraser } from './patient-eraser.ts';
 import { PatientPurge } from './patient-purge.ts';
 import { PatientQueryJobs } from './patient-query-jobs.ts';
+import { PatientTraceEraser } from './patient-trace-eraser.ts';
 import { auditPatientRef } from './patient-reference.ts';
 import { UnknownPatientError } from './unknown-patient-error.ts';
 
@@ -45,6 +47,16 @@ export interface OptInReport {
   was_opted_out: boolean;
 }
 
+/** A patient's message trace, read by its local id (audited). */
+export interface PatientTraceReport {
+  request_id: string;
+  patient_service_id: string;
+  /** Its messages, newest first, each with this patient's receipts only. */
+  messages: MessageTrace[];
+  /** Trace entries that could not be read (skipped). */
+  skipped: number;
+}
+
 export interface PatientAdminOptions {
   redis: RedisClient;
   /** A prefix, or the partitions (the audit log is under the configured prefix). */
@@ -72,7 +84,10 @@ export class PatientAdmin {
   readonly crosswalk: Crosswalk;
   readonly consent: PatientConsent;
   readonly audit: AuditLog;
+  /** The message trace of every partition (docs/message-trace.md). */
+  readonly traces: MessageTraceReader;
   readonly #keys: CrosswalkKeys;
+  readonly #traceEraser: PatientTraceEraser;
   readonly #purge: PatientPurge;
   readonly #queryJobs: PatientQueryJobs;
 
@@ -81,6 +96,8 @@ export class PatientAdmin {
     this.#keys = keys;
     this.crosswalk = new Crosswalk({ redis, prefix, keys });
     this.consent = new PatientConsent({ redis, prefix });
+    this.traces = new MessageTraceReader({ redis, space: prefix });
+    this.#traceEraser = new PatientTraceEraser({ redis, prefix });
     this.audit = new AuditLog({
       redis,
       prefix: basePrefix(prefix),
@@ -142,10 +159,13 @@ export class PatientAdmin {
     const { patientServiceId } = await this.crosswalk.resolve(localId);
     const { optedOutAt, created } = await this.consent.optOut(patientServiceId);
     const jobs = await this.#queryJobs.remove(patientServiceId, 'not_started');
+    // Its message trace goes too (docs/message-trace.md): later messages start a new one.
+    const trace = await this.#traceEraser.erase(patientServiceId);
     const requestId = await this.#record('opt_out', localId, request, 'done', {
       opt_out: created ? 1 : 0,
       queries_cancelled: jobs.removed,
       queries_in_flight: jobs.inFlight,
+      trace,
     });
     return {
       request_id: requestId,
@@ -154,6 +174,29 @@ export class PatientAdmin {
       opted_out_at: optedOutAt,
       queries_cancelled: jobs.removed,
     };
+  }
+
+  /**
+   * The message trace of the patient of `localId` (its own service id's, not a merge survivor's),
+   * newest message first, at most `limit` (default 50). Audited (`read_trace`, the number of
+   * messages shown); throws {@link UnknownPatientError} for a local id never seen.
+   */
+  async traceOf(
+    localId: string,
+    request: AdminRequest,
+    options: { limit?: number } = {},
+  ): Promise<PatientTraceReport> {
+    const patientServiceId = await this.crosswalk.find(localId);
+    if (patientServiceId === undefined) {
+      throw new UnknownPatientError(
+        await this.#record('read_trace', localId, request, 'unknown_patient', {}),
+      );
+    }
+    const { messages, skipped } = await this.traces.byPatient(patientServiceId, options);
+    const requestId = await this.#record('read_trace', localId, request, 'done', {
+      messages: messages.length,
+    });
+    return { request_id: requestId, patient_service_id: patientServiceId, messages, skipped };
   }
 
   /**

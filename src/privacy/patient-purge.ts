@@ -3,6 +3,7 @@ import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PatientConsent } from './patient-consent.ts';
 import type { PatientEraser } from './patient-eraser.ts';
 import type { PatientQueryJobs } from './patient-query-jobs.ts';
+import { PatientTraceEraser } from './patient-trace-eraser.ts';
 import { globLiteral, scanKeys } from './redis-keys.ts';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 
@@ -28,7 +29,8 @@ export interface PurgeResult {
    * `query_states` and `change_states` (keys), `query_jobs` (queue jobs removed),
    * `queries_in_flight` (jobs a worker held: they end on their own), `queue_events` (queue event
    * entries naming the patient's jobs), `idempotency` (remembered answers to its updates),
-   * `crosswalk` (0/1), one count per eraser by its name.
+   * `crosswalk` (0/1), `trace` (message trace entries: receipts, index, query and delivery
+   * traces), one count per eraser by its name.
    */
   counts: Record<string, number>;
   /** `["crosswalk", "opt_out"]` for an opted-out patient (see {@link PatientPurge}), else `[]`. */
@@ -38,7 +40,7 @@ export interface PurgeResult {
 /**
  * Removes everything stored about a patient: record, presets, opaque FHIR ids, query state,
  * change-detection state, the patient's query jobs and their queue events, the remembered answers
- * to its updates, what the `erasers` hold, and the crosswalk entry. Idempotent: a purge that stopped half-way (a crash) is completed
+ * to its updates, its message trace (receipts, index, query and delivery traces), what the `erasers` hold, and the crosswalk entry. Idempotent: a purge that stopped half-way (a crash) is completed
  * by running it again, because the crosswalk entry, through which the patient is found, goes last.
  *
  * After a purge, a new update of the same local id is a new patient (a new patient_service_id,
@@ -53,6 +55,7 @@ export class PatientPurge {
   readonly #consent: PatientConsent;
   readonly #queryJobs: PatientQueryJobs;
   readonly #erasers: readonly PatientEraser[];
+  readonly #trace: PatientTraceEraser;
 
   constructor({ redis, prefix, crosswalk, consent, queryJobs, erasers = [] }: PatientPurgeOptions) {
     this.#redis = redis;
@@ -61,6 +64,7 @@ export class PatientPurge {
     this.#consent = consent;
     this.#queryJobs = queryJobs;
     this.#erasers = erasers;
+    this.#trace = new PatientTraceEraser({ redis, prefix });
   }
 
   /** Purges the patient of `localId`; undefined when the crosswalk does not know it. */
@@ -143,5 +147,6 @@ export class PatientPurge {
       const keys = await scanKeys(this.#redis, pattern);
       add(name, keys.length === 0 ? 0 : await this.#redis.del(...keys));
     }
+    add('trace', await this.#trace.erase(patientServiceId));
   }
 }

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { DueSetLoop } from './due-set-loop.ts';
+import { submissionJobId } from './query-job.ts';
 import { parseOutboxMember, queryOutboxKey, type DueQuery } from './query-outbox.ts';
 
 /** An opened query read from the outbox, to be added to the partition's queue. */
@@ -45,6 +46,11 @@ export interface OutboxRelayOptions {
   logger: Logger;
   /** @defaultValue `Date.now` */
   now?: () => number;
+  /**
+   * The message trace's retention, seconds: each relayed query's trace notes its job
+   * (`queued_at`, `job_id`). @defaultValue 0 (the trace off: nothing written)
+   */
+  traceTtlS?: number;
 }
 
 /**
@@ -104,10 +110,17 @@ export class OutboxRelay extends DueSetLoop<OutboxEntry> {
 
   protected async run(entries: OutboxEntry[], takenAt: number): Promise<void> {
     await this.#o.enqueue(entries, takenAt);
+    // The trace's `queued_at` is the batch's time, the one its jobs' delays count from: never
+    // after a claim of a job due at once (which may run before this release).
     await RELEASE.run(
       this.#o.redis,
       [this.#key],
-      entries.flatMap((e) => [e.member, e.score]),
+      [
+        this.#o.prefix,
+        this.#o.traceTtlS ?? 0,
+        takenAt,
+        ...entries.flatMap((e) => [e.member, e.score, submissionJobId(e)]),
+      ],
     );
   }
 }

@@ -150,7 +150,7 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
             polls: decision.polls,
             lastPollAt: p.at,
           };
-          writes.push({ kind: 'again', poll, at: decision.at, remote });
+          writes.push({ kind: 'again', poll, at: decision.at, remote, ...polledAt(p) });
           break;
         }
         case 'hold':
@@ -162,7 +162,13 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
           const data = dataOf(poll);
           resubmit.push({ ...data, resubmits: data.resubmits + 1 });
           // Back to the due set of new queries, due now: the submission side sends it again.
-          writes.push({ kind: 'resubmit', poll, at: p.at, resubmits: data.resubmits + 1 });
+          writes.push({
+            kind: 'resubmit',
+            poll,
+            at: p.at,
+            resubmits: data.resubmits + 1,
+            ...polledAt(p),
+          });
           break;
         }
         case 'end':
@@ -172,10 +178,24 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
           const latencyMs = remoteEnded
             ? latencyEstimateMs(poll.remote.submittedAt, previous, p.at)
             : undefined;
-          writes.push(
-            latencyMs === undefined ? { kind: 'end', poll } : { kind: 'end', poll, latencyMs },
-          );
-          ended.push({ p, data: dataOf(poll), decision });
+          const data = dataOf(poll);
+          writes.push({
+            kind: 'end',
+            poll,
+            ...(latencyMs === undefined ? {} : { latencyMs }),
+            ...polledAt(p),
+            // Ended when decided, before its event is handed over.
+            endedAt: p.at,
+            end:
+              decision.kind === 'end'
+                ? {
+                    outcome: decision.outcome,
+                    errorCode: decision.failure?.code,
+                    eventId: data.queryId,
+                  }
+                : { outcome: decision.countAs },
+          });
+          ended.push({ p, data, decision });
           break;
         }
       }
@@ -225,6 +245,11 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
       }),
     );
   }
+}
+
+/** When the poll behind a write was made: none when the query ended before its poll. */
+function polledAt(p: Polled): { polledAt?: number } {
+  return p.answer === undefined ? {} : { polledAt: p.at };
 }
 
 function stateLabel(answer: PollAnswer): string {

@@ -1,6 +1,7 @@
 import type { RedisClient } from '../queues/redis-client.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import { dueSetDepth, holdDueSet, type DueSetDepth } from './due-set.ts';
+import type { TracedEnd } from './traced-end.ts';
 import {
   outboxMember,
   parseOutboxMember,
@@ -59,14 +60,27 @@ export interface LeasedPoll extends DueQuery {
   leases: number;
 }
 
-/** What happens to a leased poll, written back by {@link PollSet.apply}. */
+/**
+ * What happens to a leased poll, written back by {@link PollSet.apply}. `polledAt`: when the poll
+ * that led to it was made (its trace counts it: `polls`, `last_poll_at`); none when no poll was.
+ */
 export type PollWrite =
   /** Poll again at `at`, with the remote job's updated state. */
-  | { kind: 'again'; poll: LeasedPoll; at: number; remote: PolledRemoteJob }
-  /** The query ended: forget its claim, submission and remote job; learn its latency. */
-  | { kind: 'end'; poll: LeasedPoll; latencyMs?: number }
+  | { kind: 'again'; poll: LeasedPoll; at: number; remote: PolledRemoteJob; polledAt?: number }
+  /**
+   * The query ended: forget its claim, submission and remote job; learn its latency; `end`: how,
+   * for its trace (which also gives its result event's trace the query's feed), at `endedAt`.
+   */
+  | {
+      kind: 'end';
+      poll: LeasedPoll;
+      latencyMs?: number;
+      polledAt?: number;
+      end?: TracedEnd;
+      endedAt?: number;
+    }
   /** The query goes back to submission (its poll leaves the set), due at `at`, `resubmits` after. */
-  | { kind: 'resubmit'; poll: LeasedPoll; at: number; resubmits: number }
+  | { kind: 'resubmit'; poll: LeasedPoll; at: number; resubmits: number; polledAt?: number }
   /** Held (429, refused key): due again at `at`, lease count reset. */
   | { kind: 'hold'; poll: LeasedPoll; at: number };
 
@@ -93,6 +107,11 @@ export interface PollSetOptions {
   pauseKey: string;
   /** @defaultValue 64 */
   latencyWindow?: number;
+  /**
+   * The message trace's retention, seconds: the polls and ends written back are noted in the
+   * queries' traces. @defaultValue 0 (the trace off: nothing written)
+   */
+  traceTtlS?: number;
 }
 
 /** The key of a partition's rate-limit hold (a string that expires with the hold). */
@@ -142,23 +161,11 @@ export class PollSet {
   /** Writes back the outcomes of leased polls in one script call. */
   async apply(writes: readonly PollWrite[]): Promise<void> {
     if (writes.length === 0) return;
-    const ops = writes.map((w) => {
-      const m = w.poll.member;
-      switch (w.kind) {
-        case 'again':
-          return { m, k: 'again', at: w.at, r: JSON.stringify(w.remote) };
-        case 'hold':
-          return { m, k: 'again', at: w.at };
-        case 'resubmit':
-          return { m, k: 'resubmit', at: w.at, n: w.resubmits };
-        case 'end':
-          return w.latencyMs === undefined ? { m, k: 'end' } : { m, k: 'end', lat: w.latencyMs };
-      }
-    });
+    const ops = writes.map((w) => ({ ...opOf(w), ...tracedOf(w) }));
     await APPLY.run(
       this.#o.redis,
       [this.key, queryOutboxKey(this.#o.prefix)],
-      [this.#o.prefix, JSON.stringify(ops), this.#o.latencyWindow ?? 64],
+      [this.#o.prefix, JSON.stringify(ops), this.#o.latencyWindow ?? 64, this.#o.traceTtlS ?? 0],
     );
   }
 
@@ -177,6 +184,35 @@ export class PollSet {
   depth(now: number): Promise<DueSetDepth> {
     return dueSetDepth(this.#o.redis, this.key, now);
   }
+}
+
+/** The script's op of a write. */
+function opOf(w: PollWrite): Record<string, string | number> {
+  const m = w.poll.member;
+  switch (w.kind) {
+    case 'again':
+      return { m, k: 'again', at: w.at, r: JSON.stringify(w.remote) };
+    case 'hold':
+      return { m, k: 'again', at: w.at };
+    case 'resubmit':
+      return { m, k: 'resubmit', at: w.at, n: w.resubmits };
+    case 'end':
+      return w.latencyMs === undefined ? { m, k: 'end' } : { m, k: 'end', lat: w.latencyMs };
+  }
+}
+
+/** What the op adds for the query's trace: `p` a poll's time; an end's `t`, `o`, `e`, `ev`. */
+function tracedOf(w: PollWrite): Record<string, string | number | undefined> {
+  const polled = w.kind !== 'hold' && w.polledAt !== undefined ? { p: w.polledAt } : {};
+  if (w.kind !== 'end' || w.end === undefined) return polled;
+  const { outcome, errorCode, eventId } = w.end;
+  return {
+    ...polled,
+    t: w.endedAt ?? Date.now(),
+    o: outcome,
+    ...(errorCode === undefined ? {} : { e: errorCode }),
+    ...(eventId === undefined ? {} : { ev: eventId }),
+  };
 }
 
 /** The poll set member of a query. */

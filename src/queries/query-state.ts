@@ -1,6 +1,7 @@
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
+import { queryTraceKey } from '../trace/trace-keys.ts';
 import { pollSetKey, type PolledRemoteJob } from './poll-set.ts';
 import { outboxMember, queryOutboxKey, queryStateKey, type Triggers } from './query-outbox.ts';
 
@@ -92,7 +93,8 @@ export class QueryState {
    * Stores query `seq`'s remote job in one step, right as the service answered, takes it out of
    * the due set of new queries and puts its first poll in its partition's due set of polls at
    * `firstPollAt`: from now on older queries of the
-   * key are superseded, and this query is never submitted again.
+   * key are superseded, and this query is never submitted again. With `traceTtlS` (the message
+   * trace's retention, seconds; 0: off) its trace notes `submitted_at` and `remote_job_id`.
    */
   async markSubmitted(
     patientServiceId: string,
@@ -100,16 +102,24 @@ export class QueryState {
     seq: number,
     remote: RemoteJob,
     firstPollAt: number,
+    traceTtlS = 0,
   ): Promise<void> {
     const prefix = patientPrefix(this.#prefix, patientServiceId);
     await SUBMITTED.run(
       this.#redis,
-      [this.#key(patientServiceId, category), pollSetKey(prefix), queryOutboxKey(prefix)],
+      [
+        this.#key(patientServiceId, category),
+        pollSetKey(prefix),
+        queryOutboxKey(prefix),
+        queryTraceKey(prefix, patientServiceId, category, seq),
+      ],
       [
         seq,
         JSON.stringify(remote),
         firstPollAt,
         outboxMember({ patientServiceId, ccsrCategory: category, seq }),
+        traceTtlS,
+        remote.submittedAt,
       ],
     );
   }

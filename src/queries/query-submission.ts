@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
 import type { ResultEvent } from '../interface/result-event.ts';
+import type { FeedMetrics } from '../observability/feed-metrics.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import type { WaitDecision } from '../records/demographics-wait.ts';
 import { adaptiveDelayMs } from './adaptive-schedule.ts';
@@ -105,6 +106,8 @@ export interface QuerySubmissionOptions {
   /** The service's `host[:port]`, named when its trouble ends a query (see logQueryEnd). */
   serviceHost?: string;
   metrics?: PipelineMetrics;
+  /** Counts each query sent to the service as `sent` by the feed that opened it. */
+  feeds?: FeedMetrics;
   /** Told of each query that ended here, once its outcome is written. */
   onOutcome?: (outcome: SubmitOutcome) => void;
   /** @defaultValue `Date.now` */
@@ -169,7 +172,7 @@ export class QuerySubmission {
     job: { attemptsMade: number; stalledCounter: number } = { attemptsMade: 0, stalledCounter: 0 },
   ): Promise<SubmissionStep> {
     const { rules, ports, store } = this.#o;
-    const stored = await store.claim(query, dueAt, randomUUID());
+    const stored = await store.claim(query, dueAt, randomUUID(), this.#now());
     if (stored === undefined) return { kind: 'stale' };
     const claimed: ClaimedQuery = {
       ...stored,
@@ -221,6 +224,7 @@ export class QuerySubmission {
     } catch (err) {
       return this.#afterFailure(query, err, recordVersion);
     }
+    this.#countSent(query);
     const completed: EndDecision = {
       kind: 'end',
       outcome: 'completed',
@@ -254,6 +258,7 @@ export class QuerySubmission {
     const profile = this.#o.profiles.get(query.ccsrCategory);
     const firstPollAt = submittedAt + adaptiveDelayMs(0, 0, profile, this.#o.schedule);
     await this.#o.ports.submitted(query, remote, firstPollAt);
+    this.#countSent(query);
     this.#o.metrics?.submitWindow.observe((submittedAt - sentAt) / 1_000);
     if (this.#o.logger.isLevelEnabled('info')) {
       this.#o.logger.info(
@@ -269,6 +274,11 @@ export class QuerySubmission {
       );
     }
     return { kind: 'submitted', remoteJobId };
+  }
+
+  /** `cw_feed_messages_total{stage="sent"}`, by the feed that opened the query (when known). */
+  #countSent(query: ClaimedQuery): void {
+    if (query.feed !== undefined) this.#o.feeds?.count(query.feed, 'sent');
   }
 
   /** Carries out what the lifecycle decides for a failed preparation or submission. */
@@ -308,7 +318,11 @@ export class QuerySubmission {
       case 'retry': {
         const reached = ports.mayHaveReached(err);
         if (reached !== undefined) this.#o.metrics?.possibleDuplicates.inc({ reason: reached });
-        await store.apply({ kind: 'retry', query });
+        const errorCode = failure.kind === 'transient' ? failure.code : undefined;
+        await store.apply(
+          { kind: 'retry', query, ...(errorCode === undefined ? {} : { errorCode }) },
+          now,
+        );
         const error = err instanceof Error ? err : new Error(String(err));
         return { kind: 'retry', error };
       }
@@ -354,8 +368,15 @@ export class QuerySubmission {
         }),
       ]);
     }
-    const write: SubmissionWrite = { kind: 'end', query };
-    await store.apply(write);
+    const write: SubmissionWrite = {
+      kind: 'end',
+      query,
+      end:
+        decision.kind === 'end'
+          ? { outcome: decision.outcome, errorCode: decision.failure?.code, eventId: data.queryId }
+          : { outcome: decision.countAs },
+    };
+    await store.apply(write, now);
     // Prevent runs are counted apart: they are not concordance queries.
     const finished = isPreventPreset(query.ccsrCategory)
       ? this.#o.metrics?.preventRuns

@@ -3,6 +3,7 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import { outboxMember, queryOutboxKey, queryStateKey, type DueQuery } from './query-outbox.ts';
 import type { PolledRemoteJob } from './poll-set.ts';
 import type { Triggers } from './query-state.ts';
+import type { TracedEnd } from './traced-end.ts';
 
 /**
  * The per-query state a submission works on, in Redis: what a job of the partition's
@@ -42,6 +43,11 @@ export interface ClaimedQuery extends DueQuery {
   };
   /** The sealed local id (`xwr:<psid>`), null when the crosswalk no longer knows the patient. */
   sealedLocalId: string | null;
+  /**
+   * The feed of the message that opened the query, from its trace (`cw_feed_messages_total`);
+   * undefined when it has none (the trace off, or opened before it was on).
+   */
+  feed: string | undefined;
 }
 
 /** What {@link SubmissionStore.begin} finds for a submission about to be sent. */
@@ -50,10 +56,13 @@ export type BeginAnswer =
 
 /** What happens to a claimed query that was not submitted, written back by {@link SubmissionStore.apply}. */
 export type SubmissionWrite =
-  /** Ended (or superseded, stale): forgotten. */
-  | { kind: 'end'; query: ClaimedQuery }
-  /** A transient failure: one more failed attempt (its job is retried with backoff). */
-  | { kind: 'retry'; query: ClaimedQuery }
+  /** Ended (or superseded, stale): forgotten; `end`: how, for its trace. */
+  | { kind: 'end'; query: ClaimedQuery; end?: TracedEnd }
+  /**
+   * A transient failure: one more failed attempt (its job is retried with backoff); `errorCode`
+   * (`ERR_*`) is its trace's `last_error`.
+   */
+  | { kind: 'retry'; query: ClaimedQuery; errorCode?: string }
   /**
    * Processed again later without an attempt counted (held for a rate limit or a refused key,
    * waiting for a birth date); `abandon`: an answer came that created no job (the attempt is over).
@@ -74,24 +83,35 @@ export class SubmissionStore {
   readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #outbox: string;
+  readonly #traceTtlS: number;
 
-  /** `redis`: a worker connection; `prefix`: the partition's (its hash tag). */
-  constructor(redis: RedisClient, prefix: string) {
+  /**
+   * `redis`: a worker connection; `prefix`: the partition's (its hash tag); `traceTtlS`: the
+   * message trace's retention in seconds, 0 when it is off (nothing written).
+   */
+  constructor(redis: RedisClient, prefix: string, traceTtlS = 0) {
     this.#redis = redis;
     this.#prefix = prefix;
     this.#outbox = queryOutboxKey(prefix);
+    this.#traceTtlS = traceTtlS;
   }
 
   /**
    * Claims `query` for its submission; a query with no id yet takes `newId`. `undefined` for a
-   * stale query (it ended, or its patient was purged): there is nothing to submit.
+   * stale query (it ended, or its patient was purged): there is nothing to submit. `now` is the
+   * claim's time in the query's trace.
    */
-  async claim(query: DueQuery, dueAt: number, newId: string): Promise<ClaimedQuery | undefined> {
+  async claim(
+    query: DueQuery,
+    dueAt: number,
+    newId: string,
+    now: number = Date.now(),
+  ): Promise<ClaimedQuery | undefined> {
     const { patientServiceId, ccsrCategory, seq } = query;
     const flat = (await CLAIM.run(
       this.#redis,
       [queryStateKey(this.#prefix, patientServiceId, ccsrCategory)],
-      [this.#prefix, patientServiceId, seq, newId],
+      [this.#prefix, patientServiceId, seq, newId, ccsrCategory, this.#traceTtlS, now],
     )) as (string | number)[];
     if (flat.length === 0) return undefined;
     const text = (i: number) => {
@@ -120,6 +140,7 @@ export class SubmissionStore {
         updatedAt: text(11),
       },
       sealedLocalId: text(12),
+      feed: text(13) ?? undefined,
     };
   }
 
@@ -138,13 +159,40 @@ export class SubmissionStore {
     return { state: state === 'interrupted' ? 'interrupted' : 'new' };
   }
 
-  /** Writes back what happened to a claimed query that was not submitted. */
-  async apply(write: SubmissionWrite): Promise<void> {
+  /**
+   * Writes back what happened to a claimed query that was not submitted; `now` is the time its
+   * trace notes (an end).
+   */
+  async apply(write: SubmissionWrite, now: number = Date.now()): Promise<void> {
     const m = write.query.member;
-    const op =
-      write.kind === 'later' && write.abandon === true
-        ? { m, k: 'later', a: 1 }
-        : { m, k: write.kind };
-    await APPLY.run(this.#redis, [this.#outbox], [this.#prefix, JSON.stringify([op])]);
+    const op = opOf(write, m);
+    await APPLY.run(
+      this.#redis,
+      [this.#outbox],
+      [this.#prefix, JSON.stringify([op]), this.#traceTtlS, now],
+    );
+  }
+}
+
+/** The script's op of a write: `o`, `e`, `ev` the end's outcome, error code and event id. */
+function opOf(write: SubmissionWrite, m: string): Record<string, string | number> {
+  switch (write.kind) {
+    case 'later':
+      return write.abandon === true ? { m, k: 'later', a: 1 } : { m, k: 'later' };
+    case 'retry':
+      return write.errorCode === undefined
+        ? { m, k: 'retry' }
+        : { m, k: 'retry', e: write.errorCode };
+    case 'end': {
+      const end = write.end;
+      if (end === undefined) return { m, k: 'end' };
+      return {
+        m,
+        k: 'end',
+        o: end.outcome,
+        ...(end.errorCode === undefined ? {} : { e: end.errorCode }),
+        ...(end.eventId === undefined ? {} : { ev: end.eventId }),
+      };
+    }
   }
 }

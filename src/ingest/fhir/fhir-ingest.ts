@@ -4,7 +4,9 @@ import { z } from 'zod';
 import { toValidationItems } from '../../interface/validation-error.ts';
 import type { ClinicalChange, ReportedItem } from '../../records/clinical-change.ts';
 import type { PatientIdentityFacets } from '../../records/clinical-record.ts';
+import type { ReceiptHead } from '../../trace/receipt-head.ts';
 import { RequestValidationError } from '../errors/request-validation-error.ts';
+import type { FeedTrace } from '../feed-trace.ts';
 import type { EventTracker } from './event-tracker.ts';
 import { subscriptionHash } from './event-tracker.ts';
 import type { FhirClient } from './fhir-client.ts';
@@ -29,7 +31,18 @@ export interface ClinicalUpdater {
     eventId: string;
     changes: ClinicalChange[];
     kinds: string[];
-  }): Promise<{ patientServiceId: string; version: number; changed: boolean }>;
+    /** The message's receipt without its outcome: the commit records it. */
+    receipt?: ReceiptHead | undefined;
+    /** Also answer `traced` and `queued`. */
+    report?: boolean | undefined;
+  }): Promise<{
+    patientServiceId: string;
+    version: number;
+    changed: boolean;
+    /** True when the commit recorded the receipt. */
+    traced?: boolean;
+    queued?: number;
+  }>;
 }
 
 /** Purges a patient named by its local id (`PatientAdmin.purge` with actor `fhir`). */
@@ -53,6 +66,8 @@ export interface FhirIngestOptions {
   metrics: FhirMetrics;
   /** @defaultValue `() => new Date()` */
   now?: () => Date;
+  /** The `fhir` feed's counters and receipts. @defaultValue none */
+  trace?: FeedTrace | undefined;
 }
 
 /** A log-safe account of a notification: counts and kinds, never contents or ids. */
@@ -351,6 +366,17 @@ export class FhirIngest {
     const bundleId =
       parsed.data.id ??
       createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32);
+    // The Bundle's receipts (one per patient's commit) go under its id.
+    const receipt = this.#o.trace?.head(
+      {
+        controlId: bundleId,
+        sender: { application: null, facility: null },
+        type: 'Bundle',
+        traceId: null,
+        raw: JSON.stringify(body),
+      },
+      { code: '202' },
+    );
     const patients = [];
     let items = 0;
     for (const { localId, group } of targets) {
@@ -366,16 +392,46 @@ export class FhirIngest {
       }
       items += group.changes.filter((c) => c.type === 'upsert').length;
       patients.push(
-        await this.#o.updates.apply({
-          localId,
-          source: 'fhir',
-          eventId: `fhir:bundle:${bundleId}`,
-          changes,
-          kinds: [...group.kinds],
-        }),
+        await this.#apply(
+          {
+            localId,
+            source: 'fhir',
+            eventId: `fhir:bundle:${bundleId}`,
+            changes,
+            kinds: [...group.kinds],
+          },
+          receipt,
+        ),
       );
     }
+    if (targets.length === 0) await this.#nothingApplied(receipt, deletes.length > 0);
     return { mode, patients, resources: payload.list.length, items };
+  }
+
+  /**
+   * One patient's changes of a message, with its receipt: the commit records it; when no commit
+   * ran (answered unchanged before the script), it is written here. Counts the queries queued.
+   */
+  async #apply(
+    input: Parameters<ClinicalUpdater['apply']>[0],
+    receipt: ReceiptHead | undefined,
+  ): ReturnType<ClinicalUpdater['apply']> {
+    const applied = await this.#o.updates.apply({ ...input, receipt, report: true });
+    this.#o.trace?.queued(applied.queued ?? 0);
+    if (receipt !== undefined && applied.traced !== true) {
+      await this.#o.trace?.record(receipt, {
+        state: 'unchanged',
+        psid: applied.patientServiceId,
+        version: applied.version === 0 ? null : applied.version,
+      });
+    }
+    return applied;
+  }
+
+  /** A message that applied no patient: filtered (only deletes: stored, naming no patient). */
+  async #nothingApplied(receipt: ReceiptHead | undefined, deleted: boolean): Promise<void> {
+    if (!deleted) this.#o.trace?.filtered();
+    await this.#o.trace?.record(receipt, { state: deleted ? 'stored' : 'filtered' });
   }
 
   // ---- resources read or received outside notifications (classic rest-hook) -----------------
@@ -388,7 +444,22 @@ export class FhirIngest {
     resources: readonly unknown[],
     eventId: string,
     loc: Loc,
+    /** The message they came in (a rest-hook body), for its receipt. @defaultValue none */
+    message?: { controlId: string; raw: unknown; type: string | null },
   ): Promise<{ patients: number; ignored: number }> {
+    const receipt =
+      message === undefined
+        ? undefined
+        : this.#o.trace?.head(
+            {
+              controlId: message.controlId,
+              sender: { application: null, facility: null },
+              type: message.type,
+              traceId: null,
+              raw: JSON.stringify(message.raw),
+            },
+            { code: '200' },
+          );
     const payload = new Payload();
     let ignored = 0;
     resources.forEach((r, i) => {
@@ -407,16 +478,16 @@ export class FhirIngest {
     for (const [patientId, group] of grouped) {
       await this.#addPatientFacets(patientId, group, payload);
       const localId = await this.#localId(patientId, payload, loc);
-      await this.#o.updates.apply({
-        localId,
-        source: 'fhir',
-        eventId,
-        changes: group.changes,
-        kinds: [...group.kinds],
-      });
+      await this.#apply(
+        { localId, source: 'fhir', eventId, changes: group.changes, kinds: [...group.kinds] },
+        receipt,
+      );
     }
     this.#o.metrics.ignore('resource_type', ignored);
-    if (grouped.size === 0) this.#o.metrics.ignore('notification');
+    if (grouped.size === 0) {
+      this.#o.metrics.ignore('notification');
+      if (message !== undefined) await this.#nothingApplied(receipt, false);
+    }
     return { patients: grouped.size, ignored };
   }
 
@@ -462,6 +533,8 @@ export class FhirIngest {
 
   async handleNotification(body: unknown, log: Logger): Promise<NotificationSummary> {
     const n = parseNotification(body);
+    // Handshakes, heartbeats and status answers carry no clinical content (no receipt).
+    if (n.type !== 'event-notification' && n.type !== 'query-event') this.#o.trace?.filtered();
     const summary: NotificationSummary = {
       bundle_type: n.bundleType,
       notification_type: n.type,
@@ -507,7 +580,7 @@ export class FhirIngest {
         if (first !== undefined && last !== undefined && first > last + 1) {
           summary.gap = await this.#recover(n, last + 1, first - 1, log);
         }
-        summary.patients = await this.#applyEvents(n, prepared);
+        summary.patients = await this.#applyEvents(n, prepared, body);
         if (newest !== undefined) await tracker.advance(n.subscription, newest);
         summary.outcome = 'applied';
         return summary;
@@ -593,7 +666,11 @@ export class FhirIngest {
   }
 
   /** Fetches what an event names but the payload lacks (id-only), then applies per patient. */
-  async #applyEvents(n: SubscriptionNotification, payload: Payload): Promise<number> {
+  async #applyEvents(
+    n: SubscriptionNotification,
+    payload: Payload,
+    raw?: unknown,
+  ): Promise<number> {
     const used = new Set<Resolved>();
     const deleted = new Set<string>();
     const perEvent: { eventNumber: number | undefined; resources: Resolved[] }[] = [];
@@ -639,21 +716,47 @@ export class FhirIngest {
       eventNumber: event.eventNumber,
       grouped: this.#group(event.resources, payload),
     }));
+    // Each event's receipts go under its event number (the subscription, hashed, as its sender).
+    const receiptOf = (eventNumber: number | undefined) =>
+      raw === undefined
+        ? undefined
+        : this.#o.trace?.head(
+            {
+              controlId: eventNumber === undefined ? '' : String(eventNumber),
+              sender: { application: sub, facility: null },
+              type: 'notification',
+              traceId: null,
+              raw: JSON.stringify(raw),
+            },
+            { code: '200' },
+          );
     for (const event of groupedEvents) {
+      const receipt = receiptOf(event.eventNumber);
       for (const [patientId, group] of event.grouped) {
         await this.#addPatientFacets(patientId, group, payload);
         const localId = await this.#localId(patientId, payload, ['body']);
-        await this.#o.updates.apply({
-          localId,
-          source: 'fhir',
-          eventId: `fhir:${sub}:${event.eventNumber ?? 'unnumbered'}`,
-          changes: group.changes,
-          kinds: [...group.kinds],
-        });
+        await this.#apply(
+          {
+            localId,
+            source: 'fhir',
+            eventId: `fhir:${sub}:${event.eventNumber ?? 'unnumbered'}`,
+            changes: group.changes,
+            kinds: [...group.kinds],
+          },
+          receipt,
+        );
         patients.add(patientId);
       }
     }
-    if (patients.size === 0 && deleted.size === 0) this.#o.metrics.ignore('notification');
+    if (patients.size === 0 && deleted.size === 0) {
+      this.#o.metrics.ignore('notification');
+      if (raw !== undefined) {
+        this.#o.trace?.filtered();
+        for (const event of n.events) {
+          await this.#o.trace?.record(receiptOf(event.eventNumber), { state: 'filtered' });
+        }
+      }
+    }
     return patients.size;
   }
 

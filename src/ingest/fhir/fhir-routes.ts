@@ -24,6 +24,8 @@ import {
   type PatientDeleter,
 } from './fhir-ingest.ts';
 import { FhirMetrics } from './fhir-metrics.ts';
+import { FeedTrace } from '../feed-trace.ts';
+import { installFhirTrace } from './fhir-trace.ts';
 import { NOTIFICATION_BUNDLE_TYPES } from './notification.ts';
 import { RestHookCursor } from './rest-hook-cursor.ts';
 import { restHookRoutes } from './rest-hook-routes.ts';
@@ -147,6 +149,12 @@ async function requireFhirJson(request: FastifyRequest): Promise<void> {
 export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, options) => {
   const { config } = options;
   const updates = options.updates ?? ClinicalUpdates.fromDeps(options);
+  const trace = new FeedTrace({
+    feed: 'fhir',
+    registry: options.registry,
+    committer: options.committer,
+    logger: app.log as unknown as Logger,
+  });
   const client =
     options.client ??
     (config.fhir.base_url === null
@@ -164,7 +172,10 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
     patientIdentifierSystems: fhirPatientKeySystems(config),
     metrics: new FhirMetrics(options.registry),
     patients: patientDeleter(options.admin),
+    trace,
   });
+  // Every FHIR route's message (notifications, Bundles, rest-hooks), before their registration.
+  installFhirTrace(app, trace);
 
   // FHIR's own media type, parsed as JSON (in this plugin's scope only); empty bodies pass.
   app.removeContentTypeParser('application/json');

@@ -168,10 +168,16 @@ export const restHookRoutes: FastifyPluginAsyncZod<RestHookRouteOptions> = async
       const resources =
         b.resourceType === 'Bundle' ? (b.entry ?? []).map((e) => e.resource) : [body];
       const digest = createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32);
+      const bundleId = b.resourceType === 'Bundle' ? (body as { id?: unknown }).id : undefined;
       const outcome = await ingest.applyResources(
         resources,
         `fhir:rest-hook:${hook.name}:${digest}`,
         ['body'],
+        {
+          controlId: typeof bundleId === 'string' ? bundleId : digest,
+          raw: body,
+          type: typeof b.resourceType === 'string' ? b.resourceType.slice(0, 64) : null,
+        },
       );
       request.log.info({ ...outcome, outcome: 'applied' }, 'fhir rest-hook');
       return reply.code(200).send({ status: 'ok' });

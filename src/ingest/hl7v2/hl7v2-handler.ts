@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Hl7v2Config } from '../../config/config-schema.ts';
 import type { ClinicalUpdates } from '../clinical-updates.ts';
+import type { FeedTrace } from '../feed-trace.ts';
+import type { ReceiptOutcome } from '../../trace/receipt-writer.ts';
 import { buildAck, type AckCode } from './ack.ts';
 import { buildBatchAck, isBatch, splitBatch } from './batch.ts';
 import { charsetNameOf, decodeMessage, isSupportedCharset } from './charset.ts';
@@ -52,6 +54,24 @@ export interface Hl7v2HandlerOptions {
    * name such as `8859/1` or an alias such as `windows-1252`). @defaultValue `'UNICODE UTF-8'`
    */
   defaultCharset?: string;
+  /**
+   * The feed's counters and message receipts (docs/message-trace.md).
+   * @defaultValue none: nothing is counted or traced
+   */
+  trace?: FeedTrace | undefined;
+}
+
+/** What the trace knows of one message on its way (see `Hl7v2Handler.#trace`). */
+interface Traced {
+  /** The message as received (sealed into its receipt with `trace.keep_raw`). */
+  raw: string | Buffer;
+  /** Set once it was stored: whether the commit recorded its receipt, and where it left. */
+  stored?: {
+    traced: boolean;
+    state: ReceiptOutcome['state'];
+    psid: string | null;
+    version: number | null;
+  };
 }
 
 /** `work()`, or a rejection with {@link Hl7v2DeadlineError} after `ms` (the work goes on). */
@@ -192,27 +212,39 @@ export class Hl7v2Handler {
     ackEncoding?: string,
   ): Promise<Hl7v2Result> {
     const bytes = skipLeadingNoise(input);
+    this.#o.trace?.received();
     const decoded = decodeMessage(bytes, this.#defaultCharset, transportCharset);
-    if (decoded.ok) return this.handle(decoded.text, decoded.encoding, ackEncoding);
+    if (decoded.ok) return this.#handle(decoded.text, decoded.encoding, ackEncoding);
+    const traced: Traced = { raw: bytes };
     // The MSH line alone, read as Latin-1 (exact for its ASCII fields), so that the AE echoes MSH-10.
     const header = refusalHeaderOf(bytes.toString('latin1'));
     const encoding = this.#ackEncoding('iso-8859-1', ackEncoding);
     if (header.message === undefined) {
-      return this.#finish({ controlId: header.controlId, encoding }, 'rejected', 'AR', {
-        code: '100',
-        text: 'the message does not start with a readable MSH segment',
-        location: 'MSH^1',
-      });
+      return this.#finish(
+        { controlId: header.controlId, encoding },
+        'rejected',
+        'AR',
+        {
+          code: '100',
+          text: 'the message does not start with a readable MSH segment',
+          location: 'MSH^1',
+        },
+        true,
+        traced,
+      );
     }
     const text =
       decoded.reason === 'unsupported'
         ? 'MSH-18 names a character set this receiver does not support'
         : 'the message holds bytes that are not valid in its character set (MSH-18 or the listener default)';
-    return this.#finish({ message: header.message, encoding }, 'rejected', 'AE', {
-      code: '102',
-      text,
-      location: 'MSH^1^18',
-    });
+    return this.#finish(
+      { message: header.message, encoding },
+      'rejected',
+      'AE',
+      { code: '102', text, location: 'MSH^1^18' },
+      true,
+      traced,
+    );
   }
 
   /** The encoding of an ACK: UTF-8 over HTTP; over MLLP `forced` (a batch's), else the message's. */
@@ -225,13 +257,14 @@ export class Hl7v2Handler {
    * Counts, logs and builds the ACK. `to.message` is the message (its MSH at least); without it,
    * `to.controlId` (MSH-10 read by MSH-1 alone) is MSA-2. `to.encoding`: the ACK's encoding.
    */
-  #finish(
+  async #finish(
     to: { message?: Er7Message; controlId?: string | undefined; encoding: string },
     outcome: Hl7v2Outcome,
     code: AckCode,
     error?: { code: string; text: string; location?: string },
     reply = true,
-  ): Hl7v2Result {
+    traced?: Traced,
+  ): Promise<Hl7v2Result> {
     const { message } = to;
     const header = message === undefined ? undefined : headerOf(message);
     const type = header === undefined ? undefined : `${header.type}^${header.trigger}`;
@@ -261,7 +294,58 @@ export class Hl7v2Handler {
       charset: charsetNameOf(to.encoding),
       ...(to.controlId === undefined ? {} : { controlId: to.controlId }),
     });
+    if (traced !== undefined) {
+      await this.#trace(traced, header, to.controlId, outcome, {
+        // No ACK sent: a transient failure answered 503 (HTTP) or by closing the connection.
+        code: sent ?? (outcome !== 'unavailable' ? code : transport === 'http' ? '503' : 'none'),
+        error: error?.code ?? null,
+      });
+    }
     return { outcome, code, ack, encoding: to.encoding, reply };
+  }
+
+  /**
+   * Counts the message's outcome on its feed and, unless the commit recorded it, writes its
+   * receipt: ignored (`filtered`), or stored without a receipt of the commit
+   * (answered unchanged before the script, a delete). The answer never depends on the write.
+   */
+  async #trace(
+    traced: Traced,
+    header: ReturnType<typeof headerOf> | undefined,
+    fallbackControlId: string | undefined,
+    outcome: Hl7v2Outcome,
+    answer: { code: string; error: string | null },
+  ): Promise<void> {
+    const trace = this.#o.trace;
+    if (trace === undefined) return;
+    let receipt: ReceiptOutcome;
+    if (outcome === 'rejected' || outcome === 'unavailable') {
+      // Refused: counted, and nothing written (bad input changes nothing: no receipt).
+      trace.errored();
+      return;
+    } else if (outcome === 'ignored') {
+      trace.filtered();
+      receipt = { state: 'filtered' };
+    } else {
+      const stored = traced.stored;
+      if (stored === undefined || stored.traced) return;
+      receipt = { state: stored.state, psid: stored.psid, version: stored.version };
+    }
+    const controlId = header?.controlId ?? fallbackControlId ?? '';
+    const head = trace.head(
+      {
+        controlId,
+        sender: {
+          application: header?.sendingApplication || null,
+          facility: header?.sendingFacility || null,
+        },
+        type: header === undefined ? null : `${header.type}^${header.trigger}`,
+        traceId: null,
+        raw: traced.raw,
+      },
+      answer,
+    );
+    await trace.record(head, receipt);
   }
 
   /**
@@ -269,14 +353,20 @@ export class Hl7v2Handler {
    * ACK's unless `ackEncoding` says otherwise).
    */
   async handle(text: string, encoding?: string, ackEncoding?: string): Promise<Hl7v2Result> {
+    this.#o.trace?.received();
+    return this.#handle(text, encoding, ackEncoding);
+  }
+
+  async #handle(text: string, encoding?: string, ackEncoding?: string): Promise<Hl7v2Result> {
     const ackIn = this.#ackEncoding(encoding ?? 'utf-8', ackEncoding);
+    const traced: Traced = { raw: text };
     const finish = (
       message: Er7Message,
       outcome: Hl7v2Outcome,
       code: AckCode,
       error?: { code: string; text: string; location?: string },
       reply?: boolean,
-    ) => this.#finish({ message, encoding: ackIn }, outcome, code, error, reply);
+    ) => this.#finish({ message, encoding: ackIn }, outcome, code, error, reply, traced);
     let message: Er7Message;
     try {
       message = parseEr7(text, encoding);
@@ -286,11 +376,14 @@ export class Hl7v2Handler {
       // MSH-10 by MSH-1 alone, if there is one: either way every refusal echoes MSH-10.
       const header = refusalHeaderOf(text);
       if (!err.mshReadable || header.message === undefined) {
-        return this.#finish({ controlId: header.controlId, encoding: ackIn }, 'rejected', 'AR', {
-          code: '100',
-          text: err.message,
-          location: 'MSH^1',
-        });
+        return this.#finish(
+          { controlId: header.controlId, encoding: ackIn },
+          'rejected',
+          'AR',
+          { code: '100', text: err.message, location: 'MSH^1' },
+          true,
+          traced,
+        );
       }
       return finish(header.message, 'rejected', 'AE', {
         code: '100',
@@ -340,11 +433,31 @@ export class Hl7v2Handler {
     }
 
     const eventId = `hl7v2:${header.sendingApplication}:${header.controlId}`;
+    // The receipt of a stored message: the commit completes it with what it did and records it.
+    const receipt = this.#o.trace?.head(
+      {
+        controlId: header.controlId,
+        sender: {
+          application: header.sendingApplication || null,
+          facility: header.sendingFacility || null,
+        },
+        type: `${header.type}^${header.trigger}`,
+        traceId: null,
+        raw: text,
+      },
+      { code: 'AA' },
+    );
     const store = async () => {
       if (mapped.action === 'merge') {
+        let recorded = false;
+        let psid: string | null = null;
         for (const merge of mapped.merges) {
-          await this.#o.updates.merge({ ...merge, eventId });
+          const merged = await this.#o.updates.merge({ ...merge, eventId, receipt, report: true });
+          this.#o.trace?.queued(merged.queued ?? 0);
+          recorded ||= merged.traced === true;
+          psid = merged.patientServiceId;
         }
+        traced.stored = { traced: recorded, state: 'unchanged', psid, version: null };
       } else if (mapped.action === 'delete') {
         try {
           await patients?.purge(mapped.localId, {
@@ -354,14 +467,25 @@ export class Hl7v2Handler {
           // A patient never seen (or deleted before: a resend) has nothing left to delete.
           if ((err as { code?: unknown }).code !== 'ERR_UNKNOWN_PATIENT') throw err;
         }
+        // A purge removes the patient's trace: the delete's receipt names no patient.
+        traced.stored = { traced: false, state: 'stored', psid: null, version: null };
       } else {
-        await this.#o.updates.apply({
+        const applied = await this.#o.updates.apply({
           localId: mapped.localId,
           source: 'hl7v2',
           eventId,
           changes: mapped.changes,
           kinds: mapped.kinds,
+          receipt,
+          report: true,
         });
+        this.#o.trace?.queued(applied.queued ?? 0);
+        traced.stored = {
+          traced: applied.traced === true,
+          state: 'unchanged',
+          psid: applied.patientServiceId,
+          version: applied.version === 0 ? null : applied.version,
+        };
       }
     };
     try {

@@ -15,6 +15,7 @@ import { HL7V2_EXAMPLE } from '../openapi/request-examples.ts';
 import { NO_CONTENT } from '../schemas/answer-schemas.ts';
 import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
+import { FeedTrace } from '../feed-trace.ts';
 
 /** The ingest app's dependencies (`{...deps, registry}`); `updates` is built from them if absent. */
 export interface Hl7v2RoutesOptions {
@@ -68,6 +69,12 @@ export const hl7v2Routes: FastifyPluginAsync<Hl7v2RoutesOptions> = async (app, o
     logger: options.logger,
     transport: 'http',
     defaultCharset: options.config.hl7v2.charset.http_default,
+    trace: new FeedTrace({
+      feed: 'hl7v2-http',
+      registry: options.registry,
+      committer: options.committer,
+      logger: options.logger,
+    }),
   });
   // Encapsulated: the text parsers exist only inside this plugin.
   app.addContentTypeParser(HL7V2_MEDIA_TYPES, { parseAs: 'buffer' }, (_request, body, done) => {

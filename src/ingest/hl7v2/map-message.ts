@@ -38,6 +38,8 @@ export interface MessageHeader {
   controlId: string;
   /** MSH-3.1. */
   sendingApplication: string;
+  /** MSH-4.1. */
+  sendingFacility: string;
 }
 
 export type MappedMessage =
@@ -133,6 +135,7 @@ export function headerOf(message: Er7Message): MessageHeader {
     trigger: value(msh, 9, d, 2),
     controlId: value(msh, 10, d),
     sendingApplication: value(msh, 3, d, 1),
+    sendingFacility: value(msh, 4, d, 1),
   };
 }
 

@@ -11,6 +11,7 @@ import type { Hl7v2Config } from '../../config/config-schema.ts';
 import { logListenerSecurity } from '../../connections/listener-security-log.ts';
 import { buildAck } from './ack.ts';
 import { encodeText } from './charset.ts';
+import { committerOf, FeedTrace } from '../feed-trace.ts';
 import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
 import { mllpTls } from './mllp-tls.ts';
@@ -85,6 +86,12 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
     transport: 'mllp',
     deadlineMs: config.mllp.handling_timeout_ms,
     defaultCharset: config.charset.mllp_default,
+    trace: new FeedTrace({
+      feed: 'hl7v2-mllp',
+      registry: options.registry,
+      committer: committerOf(options.updates),
+      logger,
+    }),
   });
   const maxBytes = config.mllp.max_message_bytes;
   const connections = new Set<Connection>();

@@ -7,17 +7,22 @@
   that the caller can look it up again or refuse the batch.
 
   Input:
-    KEYS[1...] the 11 keys of each item in turn, as commit.lua's
+    KEYS[1...] the 11 keys of each item in turn, as commit.lua's KEYS[1..11]; then the 3 trace
+      keys of each item in turn, as commit.lua's KEYS[12..14]
     ARGV[1] the item count
-    ARGV[2...] the 24 arguments of each item in turn, as commit.lua's
+    ARGV[2...] the 24 arguments of each item in turn, as commit.lua's ARGV[1..24]; then the 7
+      trace arguments of each item in turn, as commit.lua's ARGV[25..31] (a receipt '' writes none)
 
   Output:
     {'done', replies}, one reply of commit.lua per item, or {'refused', i, reason}
 ]]
 --- @include "includes/commit-one"
--- How many KEYS and ARGV one commit takes.
+--- @include "includes/commit-receipt"
+-- How many KEYS and ARGV one commit takes, and its trace.
 local COMMIT_KEYS = 11
 local COMMIT_ARGS = 24
+local TRACE_KEYS = 3
+local TRACE_ARGS = 7
 -- What the items before this one will have written by the time it runs: records, lookup entries.
 local function precheck(keys, argv, will_exist, will_name)
   local named = false
@@ -45,7 +50,10 @@ for i = 0, count - 1 do
   local k, a = {}, {}
   for j = 1, COMMIT_KEYS do k[j] = KEYS[i * COMMIT_KEYS + j] end
   for j = 1, COMMIT_ARGS do a[j] = ARGV[1 + i * COMMIT_ARGS + j] end
-  items[i + 1] = {k, a}
+  local tk, ta = {}, {}
+  for j = 1, TRACE_KEYS do tk[j] = KEYS[count * COMMIT_KEYS + i * TRACE_KEYS + j] end
+  for j = 1, TRACE_ARGS do ta[j] = ARGV[1 + count * COMMIT_ARGS + i * TRACE_ARGS + j] end
+  items[i + 1] = {k, a, tk, ta}
 end
 local will_exist, will_name = {}, {}
 for i, item in ipairs(items) do
@@ -57,5 +65,6 @@ for i, item in ipairs(items) do
   -- Checked above, in this same script: the lookup entries cannot have moved since.
   item[2][24] = '0'
   replies[i] = commit_one(item[1], item[2])
+  commitReceipt(replies[i], item[3], item[4], item[2][7])
 end
 return {'done', replies}

@@ -19,6 +19,9 @@
     KEYS[9] the record of a merge's prior patient, else KEYS[1]
     KEYS[10] the retired key of a merge's prior patient (names the survivor), else KEYS[1]
     KEYS[11] the patient's retired key, to verify, else KEYS[1]
+    KEYS[12] the message's receipts (trace list of its control id), else KEYS[1]
+    KEYS[13] the patient's control ids (trace index), else KEYS[1]
+    KEYS[14] the partition's recent control ids (trace index), else KEYS[1]
     ARGV[1] how the record changes: 'put' (a JSON record), 'clinical' or 'keep'
     ARGV[2] the version a clinical record was computed from (0 else)
     ARGV[3] the sealed record ('' for keep)
@@ -44,6 +47,14 @@
     ARGV[23] the presets of a prior patient in another partition, read before (JSON [field,
       value, ...]), or ''
     ARGV[24] '1' to verify that KEYS[6] still names ARGV[7] and KEYS[11] is unset, else '0'
+    ARGV[25] the message's receipt without state, psid, version and queries (JSON object), or ''
+      for none (trace off): then nothing of the trace is written (includes/commit-receipt.lua)
+    ARGV[26] the message's control id
+    ARGV[27] the message's feed
+    ARGV[28] the trace retention, s
+    ARGV[29] how many receipts a control id keeps
+    ARGV[30] now, epoch ms
+    ARGV[31] the partition's prefix (of the query trace keys)
 
   Output:
     {'stale'} or {'retired'} (ARGV[24]: the lookup entry moved), {'duplicate', answer},
@@ -52,7 +63,11 @@
     {'ok', version, opted_out, {category, seq, coalesced, ...}}
 ]]
 --- @include "includes/commit-one"
-return commit_one(
+--- @include "includes/commit-receipt"
+local result = commit_one(
   {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]},
   {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12],
     ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18], ARGV[19], ARGV[20], ARGV[21], ARGV[22], ARGV[23], ARGV[24]})
+commitReceipt(result, {KEYS[12], KEYS[13], KEYS[14]},
+  {ARGV[25], ARGV[26], ARGV[27], ARGV[28], ARGV[29], ARGV[30], ARGV[31]}, ARGV[7])
+return result

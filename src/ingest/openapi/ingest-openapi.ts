@@ -158,6 +158,7 @@ const TAGS = Object.entries({
   records: 'Record updates from the integration engine.',
   presets: 'The concordance queries preset for a patient.',
   patients: 'Patient administration (`ADMIN_TOKENS` only), audited.',
+  messages: 'The message trace (`ADMIN_TOKENS` only): what became of each message received.',
   fhir: 'FHIR R4 subscription notifications, Bundles and rest-hooks.',
   hl7v2: 'HL7 v2 messages (ER7) over HTTP; the same handler as MLLP.',
   health: 'Liveness, readiness and metrics: no token.',

@@ -14,6 +14,7 @@ import { UnauthorizedError } from '../errors/unauthorized-error.ts';
 import { bearerTokenOf } from '../hooks/bearer-auth.ts';
 import { DeadLetterAdapter } from './dead-letter-adapter.ts';
 import { loginPage } from './login-page.ts';
+import { messagesRoutes } from './messages-routes.ts';
 import { PollsAdapter } from './polls-adapter.ts';
 import { QueueViewSessions } from './queue-view-session.ts';
 import type { QueueViewPlace, QueueViewSource } from './queue-view-source.ts';
@@ -22,6 +23,8 @@ import type { QueueViewPlace, QueueViewSource } from './queue-view-source.ts';
 export const QUEUE_VIEW_PATH = '/admin/queues';
 export const QUEUE_VIEW_LOGIN = `${QUEUE_VIEW_PATH}/login`;
 export const QUEUE_VIEW_LOGOUT = `${QUEUE_VIEW_PATH}/logout`;
+/** The Messages pages (the message trace): the list, and `/<control id>` for one message. */
+export const QUEUE_VIEW_MESSAGES = `${QUEUE_VIEW_PATH}/messages`;
 /** The session cookie (HttpOnly, SameSite=Strict, Path=/admin/queues). */
 export const QUEUE_VIEW_COOKIE = 'cw_queue_view';
 
@@ -135,7 +138,10 @@ export async function queueViewRoutes(
     options: {
       uiConfig: {
         boardTitle: 'concordance-worker queues',
-        miscLinks: [{ text: 'Sign out', url: QUEUE_VIEW_LOGOUT }],
+        miscLinks: [
+          { text: 'Messages', url: QUEUE_VIEW_MESSAGES },
+          { text: 'Sign out', url: QUEUE_VIEW_LOGOUT },
+        ],
       },
     },
   });
@@ -234,6 +240,11 @@ export async function queueViewRoutes(
   app.get('/logout', async (_request, reply) =>
     reply.clearCookie(QUEUE_VIEW_COOKIE, { path: QUEUE_VIEW_PATH }).redirect(QUEUE_VIEW_LOGIN, 303),
   );
+  messagesRoutes(app, {
+    reader: source.messages.reader,
+    traceEnabled: source.messages.traceEnabled,
+    paths: { board: `${QUEUE_VIEW_PATH}/`, list: QUEUE_VIEW_MESSAGES, logout: QUEUE_VIEW_LOGOUT },
+  });
 
   await app.register(serverAdapter.registerPlugin());
 }

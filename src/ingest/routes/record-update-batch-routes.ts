@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { countJsonAnswer } from './json-trace.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { CcsrTables } from '../../ccsr/ccsr-tables.ts';
@@ -164,6 +165,8 @@ export const recordUpdateBatchRoutes: FastifyPluginAsyncZod<RecordUpdateBatchRou
       onResponse: async (request, reply) => {
         const body: unknown = request.body;
         const items: unknown[] = Array.isArray(body) ? body : [undefined];
+        // The feed's counters (see countJsonAnswer); stored items' receipts are the commits'.
+        countJsonAnswer(deps.trace, reply.statusCode, items.length);
         const sourceOf = (item: unknown) =>
           typeof item === 'object' && item !== null
             ? (item as { source?: unknown }).source

@@ -15,6 +15,7 @@ import {
   RecordUpdateDuplicateSchema,
 } from '../schemas/answer-schemas.ts';
 import { recordUpdateBodySchema } from '../schemas/record-update-body.ts';
+import { countJsonAnswer } from './json-trace.ts';
 
 export interface RecordUpdateRouteOptions extends RecordUpdateDeps {
   tables: Pick<CcsrTables, 'isCategory'>;
@@ -67,6 +68,7 @@ export const recordUpdateRoutes: FastifyPluginAsyncZod<RecordUpdateRouteOptions>
         const outcome = outcomeOf(reply.statusCode);
         const body = request.body as { source?: unknown } | null | undefined;
         if (outcome !== undefined) metrics.countEvent(body?.source, outcome);
+        countJsonAnswer(deps.trace, reply.statusCode, 1);
       },
     },
     async (request, reply) => {

@@ -11,7 +11,11 @@
   died with it).
 
   The keys it reads besides its own (`<prefix>:rec:<psid>`, `<prefix>:optout:<psid>`,
-  `<prefix>:xwr:<psid>`) share the partition's hash tag.
+  `<prefix>:xwr:<psid>`) share the partition's hash tag, as do the message trace's: the claim
+  counts one more run (`attempts`) and notes the first claim (`claimed_at`) in the query's trace,
+  reads the feed that opened it, and copies that feed into the trace of its result event (its id),
+  so that the delivery side counts the event by feed. A stale query whose trace did not end yet
+  ends there `stale`; a query without a trace (purged) gets none.
 
   Input:
     KEYS[1] the coalescing state of the (patient, category) (qs)
@@ -19,20 +23,31 @@
     ARGV[2] the patient service id
     ARGV[3] the query's seq
     ARGV[4] the id the query takes if it has none yet (its result event's id)
+    ARGV[5] the query's category
+    ARGV[6] the trace's retention, seconds (0: the trace is off, nothing is written)
+    ARGV[7] now, epoch ms
 
   Output:
     an empty list for a stale query, else 13 entries: triggers JSON, newest submitted seq ('0'
     when none), stored remote job JSON (or ''), resubmissions, failed attempts, query id, leases,
     opted out (1 or 0), record version, sealed record, clinical fields, record updated_at (each
-    '' when none), sealed local id (or '')
+    '' when none), sealed local id (or ''), the feed that opened the query (or '')
 ]]
+--- @include "../../trace/lua/includes/trace-step"
 local qs = KEYS[1]
 local p = ARGV[1]
 local psid = ARGV[2]
 local seq = ARGV[3]
+local ttl = tonumber(ARGV[6])
+local qt = queryTraceKey(p, psid, ARGV[5], seq)
 local claimed = redis.call('HGET', qs, 'c:' .. seq)
 if not claimed then
-  if redis.call('HGET', qs, 'pending') ~= seq then return {} end
+  if redis.call('HGET', qs, 'pending') ~= seq then
+    if ttl > 0 and redis.call('EXISTS', qt) == 1 and redis.call('HEXISTS', qt, 'ended_at') == 0 then
+      traceSet(qt, ttl, 'ended_at', ARGV[7], 'outcome', 'stale')
+    end
+    return {}
+  end
   local t = redis.call('HMGET', qs, 'p_events', 'p_count', 'p_first_at', 'p_last_at')
   claimed = cjson.encode({eventIds = cjson.decode(t[1]), count = tonumber(t[2]), firstAt = t[3], lastAt = t[4]})
   redis.call('HDEL', qs, 'pending', 'p_events', 'p_count', 'p_first_at', 'p_last_at')
@@ -41,10 +56,15 @@ end
 redis.call('HSETNX', qs, 'i:' .. seq, ARGV[4])
 local f = redis.call('HMGET', qs, 'submitted', 'r:' .. seq, 'n:' .. seq, 'f:' .. seq, 'i:' .. seq)
 local leases = redis.call('HINCRBY', qs, 'l:' .. seq, 1)
+traceIncr(qt, ttl, 'attempts')
+traceSetNx(qt, ttl, 'claimed_at', ARGV[7])
+local feed = redis.call('HGET', qt, 'feed') or ''
+if feed ~= '' then traceSet(deliveryTraceKey(p, f[5]), ttl, 'feed', feed) end
 local rec = redis.call('HMGET', p .. ':rec:' .. psid, 'version', 'record', 'clinical', 'updated_at')
 return {
   claimed, f[1] or '0', f[2] or '', f[3] or '0', f[4] or '0', f[5], leases,
   redis.call('EXISTS', p .. ':optout:' .. psid),
   rec[1] or '', rec[2] or '', rec[3] or '', rec[4] or '',
-  redis.call('GET', p .. ':xwr:' .. psid) or ''
+  redis.call('GET', p .. ':xwr:' .. psid) or '',
+  feed
 }

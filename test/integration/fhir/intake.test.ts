@@ -114,10 +114,18 @@ describe('identifier-only focus (focus.identifier)', () => {
     expect(await ignored('focus_not_found')).toBe(1);
     expect(await ignored('focus_unresolvable')).toBe(1);
     expect(await ignored('notification')).toBe(1);
-    // Only the subscription's event number moved.
+    // Only the subscription's event number moved, and the message trace took the notification's
+    // receipt (accepted, filtered: docs/message-trace.md).
     const after = await h.snapshot();
     const changed = [...after.keys()].filter((k) => before.get(k) !== after.get(k));
-    expect(changed.every((k) => k.includes(':fhirsub:'))).toBe(true);
+    expect(changed.filter((k) => !k.includes(':fhirsub:') && !k.includes(':trace:'))).toEqual([]);
+    // One receipt per event number of the notification (1 and 2), and the recent messages.
+    expect(
+      changed
+        .filter((k) => k.includes(':trace:'))
+        .map((k) => k.slice(k.indexOf(':trace:')))
+        .sort(),
+    ).toEqual([':trace:m:1', ':trace:m:2', ':trace:recent']);
   });
 });
 

@@ -187,9 +187,20 @@ describe('metrics of the dashboard and the alert rules', () => {
       'cw_outbound_queue_oldest_waiting_seconds',
       'cw_possible_duplicate_submissions_total',
       'cw_unmapped_problems_total',
+      'cw_feed_messages_total',
     ]) {
       expect(used, name).toContain(name);
     }
+  });
+
+  it('counts the update per feed and stage: received and queued by ingest, sent and delivered (webhook and queue) by the worker', () => {
+    const feedCount = (samples: Sample[], stage: string) =>
+      total(samples, 'cw_feed_messages_total', { feed: 'json', stage });
+    expect(feedCount(ingest.samples, 'received')).toBe(1);
+    expect(feedCount(ingest.samples, 'queued')).toBe(1);
+    expect(feedCount(ingest.samples, 'errored')).toBe(0);
+    expect(feedCount(worker.samples, 'sent')).toBe(1);
+    expect(feedCount(worker.samples, 'delivered')).toBe(2);
   });
 
   it('reports the new operations gauges from both roles', () => {
