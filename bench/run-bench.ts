@@ -33,6 +33,7 @@ import {
   pollingCostScenario,
   type PollingCostResult,
 } from './scenarios/polling-cost.ts';
+import { DEFAULT_TRACING, tracingScenario, type TracingResult } from './scenarios/tracing.ts';
 import type { BenchContext } from './support/fixtures.ts';
 import { benchRedis, Cleanup, clearRedis } from './support/processes.ts';
 import { buildSummary } from './support/summary.ts';
@@ -47,6 +48,7 @@ const SCENARIOS = [
   'polling',
   'detection',
   'cluster',
+  'tracing',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -71,6 +73,9 @@ const USAGE = `usage: node bench/run-bench.ts [options]
   --detection-learning N learning queries run first per detection line (default ${DEFAULT_DETECTION.learningQueries})
   --cluster N            queries per run of the cluster scenario (default ${DEFAULT_CLUSTER.queries})
   --cluster-concurrency N  worker concurrency of each cluster-scenario run, split over its partitions (default ${DEFAULT_CLUSTER.concurrency})
+  --tracing-rounds N     interleaved rounds of the tracing scenario (default ${DEFAULT_TRACING.rounds})
+  --tracing-queries N    pipeline queries per variant per round (default ${DEFAULT_TRACING.queriesPerSlice})
+  --tracing-seconds S    closed-loop ingest seconds per variant, over all rounds (default ${DEFAULT_TRACING.ingestSeconds})
   --quick                small sizes everywhere (a smoke run of about a minute)
   --shared-redis         use REDIS_URL even when redis-server is installed
   --log-level LEVEL      LOG_LEVEL of the child processes (default warn)
@@ -113,6 +118,52 @@ interface Results {
   polling_cost?: PollingCostResult;
   detection?: DetectionResult;
   cluster?: ClusterResult;
+  tracing?: TracingResult;
+}
+
+function tracingRows(t: TracingResult): TableRow[] {
+  const pct = (d: number | null) => (d === null ? 'n/a' : `${fmt(d * 100, 1)} %`);
+  const all = <T>(f: (v: keyof TracingResult['pipeline']['variants']) => T) =>
+    (['off', 'trace_only', 'recommended', 'full_sampling'] as const).map(f).join(' / ');
+  const p = t.pipeline.variants;
+  const i = t.ingest.variants;
+  const order = 'off / trace only / recommended / full';
+  return [
+    {
+      scenario: 'tracing',
+      figure: 'pipeline ratio',
+      value: all((v) => fmt(p[v].pipeline_ratio, 3)),
+      setup: `${order}: queries/s ${all((v) => fmt(p[v].queries_per_s))} ÷ no-op ${fmt(t.pipeline.bullmq_noop.jobs_per_s)}/s`,
+    },
+    {
+      scenario: 'tracing',
+      figure: 'pipeline drop',
+      value: (['trace_only', 'recommended', 'full_sampling'] as const)
+        .map((v) => pct(t.pipeline.ratio_drop[v]))
+        .join(' / '),
+      setup: `trace only / recommended / full: (off − on) ÷ off; target ≤ 5 % recommended; worker CPU per query ${all((v) => fmt(p[v].worker_cpu_ms_per_query, 2))} ms`,
+    },
+    {
+      scenario: 'tracing',
+      figure: 'ingest ratio',
+      value: all((v) => fmt(i[v].ratio_to_raw_add, 3)),
+      setup: `${order}: updates/s ${all((v) => fmt(i[v].accepted_per_s))} ÷ raw add ${fmt(t.ingest.raw_add.jobs_per_s)}/s`,
+    },
+    {
+      scenario: 'tracing',
+      figure: 'ingest drop',
+      value: (['trace_only', 'recommended', 'full_sampling'] as const)
+        .map((v) => pct(t.ingest.ratio_drop[v]))
+        .join(' / '),
+      setup: `trace only / recommended / full; CPU per update: ingest ${all((v) => fmt(i[v].cpu_ms_per_update, 3))} ms, redis ${all((v) => fmt(i[v].redis_cpu_ms_per_update, 3))} ms`,
+    },
+    {
+      scenario: 'tracing',
+      figure: 'spans exported',
+      value: `${fmt(t.otlp_received.recommended?.spans ?? 0)} / ${fmt(t.otlp_received.full_sampling?.spans ?? 0)}`,
+      setup: `recommended / full, received by the discard sink (its CPU ${fmt(t.otlp_sink_cpu_ms)} ms, not counted)`,
+    },
+  ];
 }
 
 function tableRows(results: Results): TableRow[] {
@@ -366,6 +417,7 @@ function tableRows(results: Results): TableRow[] {
       );
     }
   }
+  if (results.tracing) rows.push(...tracingRows(results.tracing));
   if (polling) {
     for (const line of polling.lines) {
       const sched = `${line.schedule}: ${line.poll.first_delay_ms / 1000} s x${line.poll.factor} cap ${line.poll.max_delay_ms / 1000} s ±${line.poll.jitter * 100} %`;
@@ -411,6 +463,9 @@ async function main(): Promise<void> {
       'cluster-concurrency': { type: 'string' },
       'mllp-connections': { type: 'string' },
       'mllp-seconds': { type: 'string' },
+      'tracing-rounds': { type: 'string' },
+      'tracing-queries': { type: 'string' },
+      'tracing-seconds': { type: 'string' },
       quick: { type: 'boolean', default: false },
       'shared-redis': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'warn' },
@@ -527,6 +582,26 @@ async function main(): Promise<void> {
     ),
   };
 
+  const tracing = {
+    ...DEFAULT_TRACING,
+    rounds: intOption(values['tracing-rounds'], DEFAULT_TRACING.rounds, 'tracing-rounds'),
+    queriesPerSlice: intOption(
+      values['tracing-queries'],
+      quick ? 150 : DEFAULT_TRACING.queriesPerSlice,
+      'tracing-queries',
+    ),
+    noopJobsPerSlice: quick ? 1_000 : DEFAULT_TRACING.noopJobsPerSlice,
+    warmupQueries: quick ? 50 : DEFAULT_TRACING.warmupQueries,
+    ingestSeconds: intOption(
+      values['tracing-seconds'],
+      quick ? 4 : DEFAULT_TRACING.ingestSeconds,
+      'tracing-seconds',
+    ),
+    ingestPatients: quick ? 50 : DEFAULT_TRACING.ingestPatients,
+    warmupSeconds: quick ? 1 : DEFAULT_TRACING.warmupSeconds,
+    concurrency,
+  };
+
   const started = Date.now();
   // Other work on the machine (tests, builds) moves every figure: the load average tells.
   const loadAtStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
@@ -604,6 +679,10 @@ async function main(): Promise<void> {
     if (runs('cluster')) {
       await reset();
       results.cluster = await clusterScenario(ctx, clusterSettings);
+    }
+    if (runs('tracing')) {
+      await reset();
+      results.tracing = await tracingScenario(ctx, tracing);
     }
 
     const cpus = os.cpus();

@@ -7,8 +7,12 @@ import {
   Worker,
   type Job,
   type Processor,
+  type Telemetry,
 } from 'bullmq';
 import type { Logger } from 'pino';
+import { trace } from '@opentelemetry/api';
+import type { TracingHandle } from '../src/observability/tracing/start-tracing.ts';
+import { QuerySpans, statusOf } from '../src/queries/query-spans.ts';
 import type { QueriesSlice } from '../src/config/config-slices.ts';
 import type { ResultEvent } from '../src/interface/result-event.ts';
 import type { ResultSink } from '../src/delivery/result-sink.ts';
@@ -90,6 +94,31 @@ export interface ConcordanceQueriesDeps {
   now?: () => number;
   /** Queries waiting for a birth date. @defaultValue a DemographicsWait on `connection` */
   demographics?: DemographicsWait;
+  /** The partition served (the spans' `cw.partition`). */
+  partition?: number;
+  /**
+   * The process's tracing (startTracing): on, each submission is a `cgs.submit` span and each poll
+   * a `cgs.poll` span in the message's trace, and the queue and its worker trace their jobs
+   * (bullmq-otel). Off or absent, nothing is traced.
+   */
+  tracing?: Pick<TracingHandle, 'enabled' | 'tracer' | 'bullmqTelemetry'>;
+}
+
+/** The spans of the queries' service calls, when tracing is on. */
+function querySpansOf(deps: ConcordanceQueriesDeps): QuerySpans | undefined {
+  const tracing = deps.tracing;
+  if (tracing?.enabled !== true) return undefined;
+  return new QuerySpans({
+    tracer: tracing.tracer,
+    partition: deps.partition,
+    service: { host: deps.client.host },
+  });
+}
+
+/** The `telemetry` option of the queue and its worker (bullmq-otel), when tracing is on. */
+function telemetryOf(deps: ConcordanceQueriesDeps): { telemetry?: Telemetry } {
+  const telemetry = deps.tracing?.bullmqTelemetry;
+  return telemetry === undefined ? {} : { telemetry };
 }
 
 /** How long a closing worker waits to remove its presence. */
@@ -244,9 +273,11 @@ export async function initConcordanceQueriesWorker(
   const keySpace = deps.keySpace ?? prefix;
   const demographics =
     deps.demographics ?? new DemographicsWait({ redis: connection, prefix: keySpace });
+  const spans = querySpansOf(deps);
   const queue = new Queue<SubmissionJobData, SubmissionJobResult>(CONCORDANCE_QUERIES, {
     connection,
     prefix,
+    ...telemetryOf(deps),
   });
   const authPause = new AuthPause(queue, connection, prefix);
   const pauseForAuth = async () => {
@@ -287,6 +318,7 @@ export async function initConcordanceQueriesWorker(
     logger: deps.logger,
     serviceHost: client.host,
     now,
+    spans,
     ...optional('metrics', metrics),
     ...optional('feeds', deps.feeds),
     ...optional('onOutcome', deps.onSubmitOutcome),
@@ -367,6 +399,7 @@ export async function initConcordanceQueriesWorker(
     logger: deps.logger,
     serviceHost: client.host,
     now,
+    spans,
     ...optional('metrics', metrics),
     ...optional('onOutcome', deps.onPolledOutcome),
     ports: {
@@ -378,6 +411,11 @@ export async function initConcordanceQueriesWorker(
             }
           );
         } catch (err) {
+          // The service's answer on the poll's span (none when tracing is off).
+          const status = statusOf(err);
+          if (status !== undefined) {
+            trace.getActiveSpan()?.setAttribute('http.response.status_code', status);
+          }
           const answer = pollAnswerOf(err, true);
           if (answer === undefined) throw err;
           return answer;
@@ -417,6 +455,7 @@ export async function initConcordanceQueriesWorker(
       // BullMQ's own metrics (completed and failed jobs per minute, a week of them): what the
       // queue view, Taskforce and `queue.getMetrics` show.
       metrics: { maxDataPoints: MetricsTime.ONE_WEEK },
+      ...telemetryOf(deps),
     },
   );
   // Errors of the worker's own Redis calls are retried by BullMQ; they are logged once by the

@@ -12,7 +12,7 @@ import {
   webhookRetryDelayMs,
   type WebhookBackoffOptions,
 } from '../src/delivery/webhook-backoff.ts';
-import { WebhookClient } from '../src/delivery/webhook-client.ts';
+import { WebhookClient, type WebhookAttemptResult } from '../src/delivery/webhook-client.ts';
 import {
   WEBHOOK_DELIVERIES,
   type WebhookJobData,
@@ -20,7 +20,9 @@ import {
 import type { WebhookDeliveryError } from '../src/delivery/webhook-delivery-error.ts';
 import { WebhookDeliveryJobs } from '../src/delivery/webhook-delivery-jobs.ts';
 import { WebhookDeliveryStore, type AttemptStart } from '../src/delivery/webhook-delivery-store.ts';
-import { WebhookSigner } from '../src/delivery/webhook-signer.ts';
+import { WebhookSigner, type SignedWebhook } from '../src/delivery/webhook-signer.ts';
+import { endAttempt, WebhookSpans } from '../src/delivery/webhook-span.ts';
+import type { TracingHandle } from '../src/observability/tracing/start-tracing.ts';
 import type { CrosswalkKeys } from '../src/identity/crosswalk-keys.ts';
 import { deliveryTraceTtlOf } from '../src/delivery/create-delivery-router.ts';
 import type { FeedMetrics } from '../src/observability/feed-metrics.ts';
@@ -53,6 +55,12 @@ export interface WebhookDeliveriesDeps {
   now?: () => number;
   /** For the backoff's jitter. @defaultValue `Math.random` */
   random?: () => number;
+  /**
+   * The process's tracing (startTracing): on, each attempt is a `webhook.deliver` span in the
+   * message's trace whose request carries `traceparent`, and the queue and its worker trace their
+   * jobs (bullmq-otel). Off or absent, nothing is traced and no header is sent.
+   */
+  tracing?: Pick<TracingHandle, 'enabled' | 'tracer' | 'bullmqTelemetry'>;
 }
 
 /** What a delivery job came to (its BullMQ return value). */
@@ -95,6 +103,8 @@ export interface WebhookDeliveryParts {
   now: () => number;
   /** For the backoff's jitter. */
   random: () => number;
+  /** Each attempt's `webhook.deliver` span (tracing on); undefined when tracing is off. */
+  spans?: WebhookSpans | undefined;
 }
 
 type WebhookJob = Job<WebhookJobData, WebhookJobResult>;
@@ -140,15 +150,44 @@ export function webhookDeliveryProcessor(
     }
     // Fresh timestamp and signature per attempt; the webhook-id stays the event id.
     const signed = parts.signer.sign(start.event, new Date(startedAt));
-    const result = await parts.client.post(signed, signal);
+    const deadline = start.enqueuedAt + parts.maxAgeMs;
+    const result = await post(parts, start, signed, signal, deadline);
     const attempt: Attempt = { job, token, start, startedAt, at: parts.now() };
     if (result.ok) return delivered(parts, attempt, result.status);
-    const deadline = start.enqueuedAt + parts.maxAgeMs;
     if (!result.error.retryable || attempt.at >= deadline) {
       return deadLetter(parts, attempt, result.error);
     }
     return retryLater(parts, attempt, result.error, deadline);
   };
+}
+
+/**
+ * Sends one attempt, under its `webhook.deliver` span when tracing is on (the request then carries
+ * the span's `traceparent` when sampled); with tracing off, no span and no header.
+ */
+async function post(
+  { client, spans, now }: WebhookDeliveryParts,
+  start: Extract<AttemptStart, { kind: 'go' }>,
+  signed: SignedWebhook,
+  signal: AbortSignal | undefined,
+  deadline: number,
+): Promise<WebhookAttemptResult> {
+  if (spans === undefined) return client.post(signed, signal);
+  return spans.attempt(start.traceparent, start.attempt, async (span, traceparent) => {
+    const result = await client.post(signed, signal, traceparent);
+    if (result.ok) {
+      endAttempt(span, { outcome: 'delivered', status: result.status });
+    } else {
+      const { error } = result;
+      const dead = !error.retryable || now() >= deadline;
+      endAttempt(span, {
+        outcome: dead ? 'dead_lettered' : 'retried',
+        status: error.status,
+        errorCode: error.code,
+      });
+    }
+    return result;
+  });
 }
 
 /** Parks a job whose event waits for its key's previous one, until that one wakes it. */
@@ -321,6 +360,10 @@ function partsOf(
     parkMs: deps.parkMs ?? 300_000,
     now: deps.now ?? Date.now,
     random: deps.random ?? Math.random,
+    spans:
+      deps.tracing?.enabled === true
+        ? new WebhookSpans(deps.tracing.tracer, webhook.url)
+        : undefined,
   };
 }
 
@@ -404,7 +447,9 @@ export async function initWebhookDeliveriesWorker(deps: WebhookDeliveriesDeps): 
   const { connection, prefix } = deps;
   const webhook = webhookSettingsOf(deps.config);
   const some = partsOf(deps, webhook);
-  const queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix });
+  const telemetry = deps.tracing?.bullmqTelemetry;
+  const traced = telemetry === undefined ? {} : { telemetry };
+  const queue = new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix, ...traced });
   const parts: WebhookDeliveryParts = { ...some, jobs: new WebhookDeliveryJobs(queue, some.store) };
   const worker = new Worker<WebhookJobData, WebhookJobResult>(
     WEBHOOK_DELIVERIES,
@@ -417,6 +462,7 @@ export async function initWebhookDeliveriesWorker(deps: WebhookDeliveriesDeps): 
       // store says where it was, so stalling is never fatal.
       maxStalledCount: 10,
       autorun: deps.autorun ?? true,
+      ...traced,
     },
   );
   logFailedJobs(worker, deps.logger);

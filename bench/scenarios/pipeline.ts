@@ -89,9 +89,9 @@ async function submissionJobsPerQuery(queue: Queue, queries: number): Promise<nu
 }
 
 /** The no-op BullMQ worker's lock: BullMQ's default, as a worker of 0.1 ran its query jobs. */
-const NOOP_LOCK_DURATION_MS = 30_000;
+export const NOOP_LOCK_DURATION_MS = 30_000;
 
-const QUERIES_CONFIG = {
+export const QUERIES_CONFIG = {
   debounce_ms: 10,
   poll: { first_delay_ms: 10, factor: 2, max_delay_ms: 100, jitter: 0.2, deadline_ms: 600_000 },
 };
@@ -199,9 +199,10 @@ function perItem(cpuMs: number | null, count: number): number | null {
   return cpuMs === null ? null : round(cpuMs / count, 4);
 }
 
-async function noopScenario(
+/** One run of the no-op BullMQ worker child (the pipeline's baseline): `noopJobs` jobs. */
+export async function noopScenario(
   ctx: BenchContext,
-  settings: PipelineSettings,
+  settings: Pick<PipelineSettings, 'noopJobs' | 'concurrency'>,
   lockDurationMs: number,
 ): Promise<PipelineResult['bullmq_noop']> {
   const prefix = benchPrefix(ctx, 'noop');

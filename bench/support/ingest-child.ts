@@ -20,7 +20,14 @@ export interface IngestChild {
  */
 export async function startIngestChild(
   ctx: BenchContext,
-  options: { name: string; token: string; idPrefix: string; count: number },
+  options: {
+    name: string;
+    token: string;
+    idPrefix: string;
+    count: number;
+    /** More environment (the `tracing` scenario's TRACE_ENABLED and OTEL_* variables). */
+    env?: Record<string, string>;
+  },
 ): Promise<IngestChild> {
   const { name, token } = options;
   const prefix = benchPrefix(ctx, name.replaceAll('_', '-'));
@@ -36,6 +43,7 @@ export async function startIngestChild(
     INGEST_HOST: '127.0.0.1',
     METRICS_PORT: '0',
     LOG_LEVEL: ctx.logLevel,
+    ...options.env,
   });
   const remove = ctx.cleanup.add(name, () => proc.stop());
   const client = new PoolClient('127.0.0.1', port, { authorization: `Bearer ${token}` });

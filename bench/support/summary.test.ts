@@ -54,6 +54,28 @@ function fullResults(): SummaryInput {
       vs_raw_add: { ratio: 0.214, ingest_p99_ms: 12.6 },
     },
     ingest_batch: { settings: { seconds: 10 }, ratio_to_raw_addbulk: 0.38 },
+    tracing: {
+      settings: { rounds: 4, queriesPerSlice: 750, ingestSeconds: 8 },
+      pipeline: {
+        variants: {
+          off: { pipeline_ratio: 0.128 },
+          trace_only: { pipeline_ratio: 0.125 },
+          recommended: { pipeline_ratio: 0.124 },
+          full_sampling: { pipeline_ratio: 0.106 },
+        },
+        ratio_drop: { trace_only: 0.0234, recommended: 0.0313, full_sampling: 0.1719 },
+      },
+      ingest: {
+        variants: {
+          off: { ratio_to_raw_add: 0.267 },
+          trace_only: { ratio_to_raw_add: 0.262 },
+          recommended: { ratio_to_raw_add: 0.259 },
+          full_sampling: { ratio_to_raw_add: 0.146 },
+        },
+        ratio_drop: { trace_only: 0.0187, recommended: 0.03, full_sampling: 0.4532 },
+      },
+      otlp_received: { full_sampling: { requests: 200, bytes: 9_000_000, spans: 98_673 } },
+    },
   };
 }
 
@@ -80,6 +102,21 @@ describe('buildSummary', () => {
       ingest_ratio_to_raw_add: 0.214,
       ingest_p99_ms: 12.6,
       ingest_batch_ratio_to_raw_addbulk: 0.38,
+      trace_otel_pipeline_ratio_drop: 0.0313,
+      trace_otel_pipeline_ratio_drop_full_sampling: 0.1719,
+      trace_otel_ingest_ratio_drop: 0.03,
+      trace_otel_ingest_ratio_drop_full_sampling: 0.4532,
+      trace_otel_pipeline_ratio_drop_trace_only: 0.0234,
+      trace_otel_ingest_ratio_drop_trace_only: 0.0187,
+      trace_otel_pipeline_ratio_off: 0.128,
+      trace_otel_pipeline_ratio_trace_only: 0.125,
+      trace_otel_pipeline_ratio_recommended: 0.124,
+      trace_otel_pipeline_ratio_full_sampling: 0.106,
+      trace_otel_ingest_ratio_off: 0.267,
+      trace_otel_ingest_ratio_trace_only: 0.262,
+      trace_otel_ingest_ratio_recommended: 0.259,
+      trace_otel_ingest_ratio_full_sampling: 0.146,
+      trace_otel_spans_received_full_sampling: 98_673,
     });
     expect(BenchSummarySchema.parse(summary)).toEqual(summary);
   });
@@ -102,6 +139,7 @@ describe('buildSummary', () => {
       'ingest: 3 s per loop (raw add included)',
       'ingest_batch: 3 s each (batch, raw addBulk)',
       'pipeline: 500 queries, 5000 no-op jobs',
+      'tracing: 4 rounds of 750 queries per variant, ingest 8 s per variant',
       'in flight: 1000 queries (full run 100000), remote jobs 20 s, window 10 s',
       'detection: L = 6 s (full run 60 s)',
       'detection: the *_spread_5_60 figures are for jobs of 1-8 s',
@@ -131,12 +169,28 @@ describe('buildSummary', () => {
       'ingest_ratio_to_raw_add',
       'ingest_p99_ms',
       'ingest_batch_ratio_to_raw_addbulk',
+      'trace_otel_pipeline_ratio_drop',
+      'trace_otel_ingest_ratio_drop',
+      'trace_otel_pipeline_ratio_drop_full_sampling',
+      'trace_otel_ingest_ratio_drop_full_sampling',
+      'trace_otel_spans_received_full_sampling',
     ] as const) {
       expect(summary[key], key).toBeNull();
     }
     expect(summary.notes).toContain(
-      'not run, their figures are null: pipeline, in_flight, detection, ingest, ingest_batch',
+      'not run, their figures are null: pipeline, in_flight, detection, ingest, ingest_batch, tracing',
     );
+  });
+
+  it('says when the OpenTelemetry variants exported no span (the message trace measured alone)', () => {
+    const results = fullResults();
+    if (!results.tracing) throw new Error('fixture');
+    results.tracing.otlp_received = { full_sampling: null };
+    const summary = buildSummary(results, { quick: false });
+    expect(summary.trace_otel_spans_received_full_sampling).toBe(0);
+    expect(summary.notes).toEqual([
+      'tracing: the OTLP sink received no span: the OpenTelemetry variants measured the message trace (and the tracing foundation) only',
+    ]);
   });
 
   it("takes poll lateness from the bench's samples when the histogram's p99 is only a floor", () => {

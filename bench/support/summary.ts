@@ -5,6 +5,7 @@ import type { IngestResult } from '../scenarios/ingest.ts';
 import type { IngestBatchResult } from '../scenarios/ingest-batch.ts';
 import type { MllpResult } from '../scenarios/mllp.ts';
 import type { PipelineResult } from '../scenarios/pipeline.ts';
+import type { TracingResult } from '../scenarios/tracing.ts';
 import { round } from './stats.ts';
 
 /** A figure of the summary: null when its scenario did not run or the figure could not be read. */
@@ -94,6 +95,40 @@ export const BenchSummarySchema = z.object({
    * (`ingest_batch.ratio_to_raw_addbulk`; ratio).
    */
   ingest_batch_ratio_to_raw_addbulk: figure,
+  /**
+   * The `tracing` scenario: (off − on) ÷ off of the pipeline ratio (queries/s ÷ no-op jobs/s, same
+   * run) with the message trace on and OpenTelemetry exporting at the recommended sampling
+   * (parentbased_traceidratio 0.1) against both off (fraction; target ≤ 0.05).
+   */
+  trace_otel_pipeline_ratio_drop: figure,
+  /** As `trace_otel_pipeline_ratio_drop` with every span sampled (always_on; fraction). */
+  trace_otel_pipeline_ratio_drop_full_sampling: figure,
+  /** As `trace_otel_pipeline_ratio_drop` for the ingest ratio (updates/s ÷ raw `add`/s; target ≤ 0.05). */
+  trace_otel_ingest_ratio_drop: figure,
+  /** As `trace_otel_ingest_ratio_drop` with every span sampled (always_on; fraction). */
+  trace_otel_ingest_ratio_drop_full_sampling: figure,
+  /** As `trace_otel_pipeline_ratio_drop` with the message trace alone (OpenTelemetry off). */
+  trace_otel_pipeline_ratio_drop_trace_only: figure,
+  /** As `trace_otel_ingest_ratio_drop` with the message trace alone (OpenTelemetry off). */
+  trace_otel_ingest_ratio_drop_trace_only: figure,
+  /**
+   * The pipeline ratio of each variant of the `tracing` scenario: both off, the message trace
+   * alone, both on at the recommended sampling, both on at full sampling.
+   */
+  trace_otel_pipeline_ratio_off: figure,
+  trace_otel_pipeline_ratio_trace_only: figure,
+  trace_otel_pipeline_ratio_recommended: figure,
+  trace_otel_pipeline_ratio_full_sampling: figure,
+  /** The ingest ratio (÷ raw `add`) of each variant of the `tracing` scenario. */
+  trace_otel_ingest_ratio_off: figure,
+  trace_otel_ingest_ratio_trace_only: figure,
+  trace_otel_ingest_ratio_recommended: figure,
+  trace_otel_ingest_ratio_full_sampling: figure,
+  /**
+   * Spans the discard OTLP sink received from the full-sampling variant's children (count); 0 means
+   * no span was exported, so the OpenTelemetry variants measured the message trace only.
+   */
+  trace_otel_spans_received_full_sampling: figure,
 });
 export type BenchSummary = z.infer<typeof BenchSummarySchema>;
 
@@ -131,6 +166,22 @@ export interface SummaryInput {
   ingest_batch?: {
     settings: Pick<IngestBatchResult['settings'], 'seconds'>;
     ratio_to_raw_addbulk: IngestBatchResult['ratio_to_raw_addbulk'];
+  };
+  tracing?: {
+    settings: Pick<TracingResult['settings'], 'rounds' | 'queriesPerSlice' | 'ingestSeconds'>;
+    pipeline: Pick<TracingResult['pipeline'], 'ratio_drop'> & {
+      variants: Record<
+        keyof TracingResult['pipeline']['variants'],
+        { pipeline_ratio: number | null }
+      >;
+    };
+    ingest: Pick<TracingResult['ingest'], 'ratio_drop'> & {
+      variants: Record<
+        keyof TracingResult['ingest']['variants'],
+        { ratio_to_raw_add: number | null }
+      >;
+    };
+    otlp_received: Pick<TracingResult['otlp_received'], 'full_sampling'>;
   };
 }
 
@@ -183,6 +234,12 @@ function quickNotes(results: SummaryInput): string[] {
     notes.push(
       `pipeline: ${pipeline.settings.queries} queries, ${pipeline.settings.noopJobs} no-op jobs`,
     );
+  if (results.tracing) {
+    const t = results.tracing.settings;
+    notes.push(
+      `tracing: ${t.rounds} rounds of ${t.queriesPerSlice} queries per variant, ingest ${t.ingestSeconds} s per variant`,
+    );
+  }
   if (inflight && inflight.settings.queries !== FULL_INFLIGHT_QUERIES)
     notes.push(
       `in flight: ${inflight.settings.queries} queries (full run ${FULL_INFLIGHT_QUERIES}), remote jobs ` +
@@ -206,11 +263,15 @@ function quickNotes(results: SummaryInput): string[] {
 export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSummary {
   const notes = run.quick ? quickNotes(results) : [];
   const missing = (
-    ['pipeline', 'in_flight', 'detection', 'mllp', 'ingest', 'ingest_batch'] as const
+    ['pipeline', 'in_flight', 'detection', 'mllp', 'ingest', 'ingest_batch', 'tracing'] as const
   ).filter((scenario) => results[scenario] === undefined);
   if (missing.length > 0) notes.push(`not run, their figures are null: ${missing.join(', ')}`);
 
-  const { pipeline, in_flight: inflight, detection, mllp, ingest } = results;
+  const { pipeline, in_flight: inflight, detection, mllp, ingest, tracing } = results;
+  if (tracing && (tracing.otlp_received.full_sampling?.spans ?? 0) === 0)
+    notes.push(
+      'tracing: the OTLP sink received no span: the OpenTelemetry variants measured the message trace (and the tracing foundation) only',
+    );
   const lateness = inflight ? pollLatenessP99(inflight.poll_lateness_ms) : { seconds: null };
   if (lateness.note !== undefined) notes.push(lateness.note);
   if (inflight && inflight.completed_before_window > 0)
@@ -238,6 +299,30 @@ export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSumma
     ingest_ratio_to_raw_add: ingest?.vs_raw_add.ratio ?? null,
     ingest_p99_ms: ingest?.vs_raw_add.ingest_p99_ms ?? null,
     ingest_batch_ratio_to_raw_addbulk: results.ingest_batch?.ratio_to_raw_addbulk ?? null,
+    trace_otel_pipeline_ratio_drop: tracing?.pipeline.ratio_drop.recommended ?? null,
+    trace_otel_pipeline_ratio_drop_full_sampling:
+      tracing?.pipeline.ratio_drop.full_sampling ?? null,
+    trace_otel_ingest_ratio_drop: tracing?.ingest.ratio_drop.recommended ?? null,
+    trace_otel_ingest_ratio_drop_full_sampling: tracing?.ingest.ratio_drop.full_sampling ?? null,
+    trace_otel_pipeline_ratio_drop_trace_only: tracing?.pipeline.ratio_drop.trace_only ?? null,
+    trace_otel_ingest_ratio_drop_trace_only: tracing?.ingest.ratio_drop.trace_only ?? null,
+    trace_otel_pipeline_ratio_off: tracing?.pipeline.variants.off.pipeline_ratio ?? null,
+    trace_otel_pipeline_ratio_trace_only:
+      tracing?.pipeline.variants.trace_only.pipeline_ratio ?? null,
+    trace_otel_pipeline_ratio_recommended:
+      tracing?.pipeline.variants.recommended.pipeline_ratio ?? null,
+    trace_otel_pipeline_ratio_full_sampling:
+      tracing?.pipeline.variants.full_sampling.pipeline_ratio ?? null,
+    trace_otel_ingest_ratio_off: tracing?.ingest.variants.off.ratio_to_raw_add ?? null,
+    trace_otel_ingest_ratio_trace_only:
+      tracing?.ingest.variants.trace_only.ratio_to_raw_add ?? null,
+    trace_otel_ingest_ratio_recommended:
+      tracing?.ingest.variants.recommended.ratio_to_raw_add ?? null,
+    trace_otel_ingest_ratio_full_sampling:
+      tracing?.ingest.variants.full_sampling.ratio_to_raw_add ?? null,
+    trace_otel_spans_received_full_sampling: tracing
+      ? (tracing.otlp_received.full_sampling?.spans ?? 0)
+      : null,
   };
   // A figure that came out NaN or infinite is reported as null rather than failing the whole run.
   for (const [key, value] of Object.entries(figures)) {

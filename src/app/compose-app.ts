@@ -24,6 +24,7 @@ import type { Logger } from '../observability/logger.ts';
 import { FeedMetrics } from '../observability/feed-metrics.ts';
 import { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import { processRegistry } from '../observability/process-registry.ts';
+import { tracingOff, type TracingHandle } from '../observability/tracing/start-tracing.ts';
 import { ServiceHealth } from '../observability/service-health.ts';
 import { PresetStore } from '../presets/preset-store.ts';
 import { PollListing } from '../queries/poll-listing.ts';
@@ -31,6 +32,7 @@ import { MessageTraceReader } from '../trace/message-trace-reader.ts';
 import type { PolledOutcome } from '../queries/poll-scheduler.ts';
 import { queryJobOptions } from '../queries/query-job.ts';
 import { QueryScheduler } from '../queries/query-scheduler.ts';
+import { noteServiceAnswer } from '../queries/query-spans.ts';
 import { QueryState } from '../queries/query-state.ts';
 import type { SubmitOutcome } from '../queries/query-submission.ts';
 import { Partitions } from '../queues/partitions.ts';
@@ -80,6 +82,11 @@ export interface ComposeOptions {
    * @defaultValue a registry of its own, with the default process metrics
    */
   registry?: Registry;
+  /**
+   * The process's tracing (`startTracing`, started once per process by the role).
+   * @defaultValue off (the API's no-op tracer)
+   */
+  tracing?: TracingHandle;
 }
 
 /** What {@link App.queryEngine} needs besides what the app holds. */
@@ -131,6 +138,11 @@ export class App {
    * failing requests), fed by every {@link App.serviceClient}.
    */
   readonly serviceHealth: ServiceHealth;
+  /**
+   * The process's OpenTelemetry tracing (docs/opentelemetry.md): its `tracer`, and the
+   * `bullmqTelemetry` of the queues and workers; off (no-op tracer, no telemetry) unless given.
+   */
+  readonly tracing: TracingHandle;
 
   private constructor(config: Config, logger: Logger, options: ComposeOptions) {
     const { redis } = options;
@@ -151,6 +163,12 @@ export class App {
     this.pipelineMetrics = new PipelineMetrics(this.metrics);
     this.outboundMetrics = new OutboundQueueMetrics(this.metrics);
     this.serviceHealth = new ServiceHealth({ registry: this.metrics, logger });
+    this.tracing = options.tracing ?? tracingOff();
+  }
+
+  /** The tracer of the ingest's spans when tracing is on; undefined when off (no span work). */
+  get #ingestTracer() {
+    return this.tracing.enabled ? this.tracing.tracer : undefined;
   }
 
   /**
@@ -169,6 +187,8 @@ export class App {
         onResponse: (info) => {
           this.pipelineMetrics.observeServiceResponse(info);
           this.serviceHealth.observe(info);
+          // The answer's status on the query's `cgs.submit` / `cgs.poll` span (tracing on).
+          noteServiceAnswer(info.status);
         },
         ...extra,
       }),
@@ -229,6 +249,7 @@ export class App {
       registry,
       keySpace: this.partitions,
       keys: this.keys,
+      tracer: this.#ingestTracer,
     });
   }
 
@@ -348,6 +369,7 @@ export class App {
       presets: this.presets,
       logger: this.logger,
       metrics: { registry: this.metrics },
+      tracer: this.#ingestTracer,
       ...parts,
     });
   }
@@ -366,6 +388,7 @@ export class App {
       metrics: this.pipelineMetrics,
       outboundMetrics: this.outboundMetrics,
       feeds: new FeedMetrics(this.metrics),
+      telemetry: this.tracing.bullmqTelemetry,
     });
   }
 
@@ -375,6 +398,8 @@ export class App {
     return initConcordanceQueriesWorker({
       ...rest,
       prefix: this.partitions.prefixAt(partition),
+      partition,
+      tracing: this.tracing,
       keySpace: this.partitions,
       config: this.slices.queries,
       state: this.state,
@@ -397,6 +422,7 @@ export class App {
       logger,
       metrics: this.pipelineMetrics,
       feeds: new FeedMetrics(this.metrics),
+      tracing: this.tracing,
       deadLetters: new DeadLetterStore({
         redis: connection,
         prefix,

@@ -1,3 +1,4 @@
+import type { Telemetry } from 'bullmq';
 import { basePrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
@@ -34,6 +35,8 @@ export interface CreateDeliveryRouterOptions {
   outboundMetrics?: OutboundQueueMetrics;
   /** `cw_feed_messages_total`: results the outbound queue took count `delivered` by feed. */
   feeds?: FeedMetrics;
+  /** BullMQ's `telemetry` (bullmq-otel) for the channels' queues, when tracing is on. */
+  telemetry?: Telemetry | undefined;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -70,6 +73,7 @@ export function createDeliveryRouter({
   metrics,
   outboundMetrics,
   feeds,
+  telemetry,
   now,
 }: CreateDeliveryRouterOptions): DeliveryRouting {
   const { delivery } = config;
@@ -91,12 +95,13 @@ export function createDeliveryRouter({
         key: outboundKeys,
         metrics: outboundMetrics,
         trace: { prefix, ttlS: traceTtlS },
+        telemetry,
         now,
       }),
     );
   }
   if (delivery.webhook.url !== null) {
-    channels.push(new WebhookChannel({ connection, prefix, keys, now }));
+    channels.push(new WebhookChannel({ connection, prefix, keys, telemetry, now }));
   }
   const router = new DeliveryRouter({
     channels,

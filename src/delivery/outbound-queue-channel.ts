@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { deliveryTraceKey } from '../trace/trace-keys.ts';
@@ -31,6 +31,8 @@ export interface OutboundQueueChannelOptions {
    * `outbound_at` once added, kept `ttlS` seconds. @defaultValue none (the trace off)
    */
   trace?: { prefix: KeySpace; ttlS: number };
+  /** BullMQ's `telemetry` (bullmq-otel) when tracing is on: each add is a producer span. */
+  telemetry?: Telemetry | undefined;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -60,11 +62,16 @@ export class OutboundQueueChannel implements DeliveryChannel {
     key,
     metrics,
     trace,
+    telemetry,
     now = Date.now,
   }: OutboundQueueChannelOptions) {
     this.#connection = connection;
     this.#trace = trace !== undefined && trace.ttlS > 0 ? trace : undefined;
-    this.queue = new Queue<OutboundEvent>(name, { connection, prefix });
+    this.queue = new Queue<OutboundEvent>(name, {
+      connection,
+      prefix,
+      ...(telemetry === undefined ? {} : { telemetry }),
+    });
     this.#retention = retention;
     this.#keys = typeof key === 'string' ? OutboundKeyring.legacy(key) : key;
     this.#metrics = metrics;

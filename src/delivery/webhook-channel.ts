@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { allPrefixes, type KeySpace } from '../queues/partitions.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
@@ -19,6 +19,8 @@ export interface WebhookChannelOptions {
   prefix: KeySpace;
   /** The crosswalk keys: a waiting event's `patient_id` rests sealed with them. */
   keys: CrosswalkKeys;
+  /** BullMQ's `telemetry` (bullmq-otel) when tracing is on: each job's add is a producer span. */
+  telemetry?: Telemetry | undefined;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -49,10 +51,11 @@ export class WebhookChannel implements DeliveryChannel {
   readonly #redis: RedisClient;
   readonly #now: () => number;
 
-  constructor({ connection, prefix, keys, now = Date.now }: WebhookChannelOptions) {
+  constructor({ connection, prefix, keys, telemetry, now = Date.now }: WebhookChannelOptions) {
     this.#space = prefix;
+    const traced = telemetry === undefined ? {} : { telemetry };
     this.queues = allPrefixes(prefix).map(
-      (p) => new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix: p }),
+      (p) => new Queue<WebhookJobData>(WEBHOOK_DELIVERIES, { connection, prefix: p, ...traced }),
     );
     this.stores = allPrefixes(prefix).map(
       (p) => new WebhookDeliveryStore({ redis: connection, prefix: p, keys }),

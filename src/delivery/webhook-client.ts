@@ -31,11 +31,23 @@ export class WebhookClient {
     this.#agent = agent;
   }
 
-  async post(request: SignedWebhook, signal?: AbortSignal): Promise<WebhookAttemptResult> {
+  /**
+   * POSTs `request`; `traceparent` (the attempt's span, only when its trace is sampled) goes as
+   * the W3C header, so that the hospital's receiver continues the trace.
+   */
+  async post(
+    request: SignedWebhook,
+    signal?: AbortSignal,
+    traceparent?: string,
+  ): Promise<WebhookAttemptResult> {
     try {
       const response = await got.post(this.#url, {
         body: request.body,
-        headers: { ...request.headers, 'user-agent': WEBHOOK_USER_AGENT },
+        headers: {
+          ...request.headers,
+          'user-agent': WEBHOOK_USER_AGENT,
+          ...(traceparent === undefined ? {} : { traceparent }),
+        },
         timeout: { request: this.#timeoutMs },
         retry: { limit: 0 },
         throwHttpErrors: false,

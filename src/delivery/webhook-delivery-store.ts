@@ -57,6 +57,11 @@ export type AttemptStart =
       enqueuedAt: number;
       attempt: number;
       firstAttemptAt: number;
+      /**
+       * The `traceparent` the event's delivery trace keeps (its query's submission span): the
+       * parent of the attempt's span. Undefined when none (the trace or tracing off).
+       */
+      traceparent: string | undefined;
     }
   | { kind: 'waiting'; head: string | undefined }
   | { kind: 'missing' | 'delivered' | 'dead' | 'stale' };
@@ -211,7 +216,7 @@ export class WebhookDeliveryStore {
       [this.#eventKey(eventId), this.#lineKey(key)],
       [eventId, jobId, now, this.#prefix, this.#traceTtlS],
     )) as string[];
-    const [kind, a, b, c, d] = reply;
+    const [kind, a, b, c, d, tp] = reply;
     if (kind === 'go') {
       return {
         kind,
@@ -221,6 +226,7 @@ export class WebhookDeliveryStore {
         enqueuedAt: Number(b),
         attempt: Number(c),
         firstAttemptAt: Number(d),
+        traceparent: tp === undefined || tp === '' ? undefined : tp,
       };
     }
     if (kind === 'waiting') return { kind, head: a === '' ? undefined : a };

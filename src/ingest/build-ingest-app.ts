@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import Fastify, {
   LogController,
   type FastifyBaseLogger,
@@ -21,6 +22,7 @@ import { createErrorHandler } from './error-handler.ts';
 import { BadRequestError } from './errors/bad-request-error.ts';
 import { NotFoundError } from './errors/not-found-error.ts';
 import { installBearerAuth } from './hooks/bearer-auth.ts';
+import { installIngestSpans } from './hooks/ingest-spans.ts';
 import { installReadinessGate } from './hooks/readiness-gate.ts';
 import { installRequestLog } from './hooks/request-log.ts';
 import { installUnauthorizedLog } from './hooks/unauthorized-log.ts';
@@ -86,6 +88,11 @@ export interface IngestDeps {
    * @defaultValue always ready
    */
   isReady?: () => boolean;
+  /**
+   * With tracing on (docs/opentelemetry.md): a server span per feed request. @defaultValue off:
+   * no hook is added
+   */
+  tracer?: Tracer | undefined;
 }
 
 /**
@@ -153,6 +160,8 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
   app.setNotFoundHandler(() => {
     throw new NotFoundError('Not Found');
   });
+  // First: a request the hooks below refuse (401, 503) has its span too.
+  if (deps.tracer !== undefined) installIngestSpans(app, deps.tracer);
   installBearerAuth(app, config.ingest.tokens ?? [], config.admin.tokens ?? []);
   if (deps.isReady !== undefined) installReadinessGate(app, deps.isReady);
   installRequestLog(app);

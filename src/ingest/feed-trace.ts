@@ -1,7 +1,7 @@
-import { isSpanContextValid, trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { FeedMetrics } from '../observability/feed-metrics.ts';
+import { sampledTraceId } from '../observability/tracing/trace-context.ts';
 import type { ReceiptHead } from '../trace/receipt-head.ts';
 import type { ReceiptOutcome, ReceiptWriter } from '../trace/receipt-writer.ts';
 import type { Feed } from '../trace/trace-keys.ts';
@@ -80,7 +80,8 @@ export class FeedTrace {
       sender: draft.sender,
       type: draft.type,
       answer: { code: answer.code, error: answer.error ?? null },
-      traceId: draft.traceId ?? activeTraceId(),
+      // The message's ingest span is the active one: its trace id when sampled (exported).
+      traceId: draft.traceId ?? sampledTraceId(),
       ...(sealedRaw === undefined ? {} : { sealedRaw }),
     };
   }
@@ -90,12 +91,6 @@ export class FeedTrace {
     if (head === undefined || this.#writer === undefined) return;
     await this.#writer.write(head, outcome);
   }
-}
-
-/** The trace id of the active span (the message's ingest span, when tracing is on), or null. */
-function activeTraceId(): string | null {
-  const context = trace.getActiveSpan()?.spanContext();
-  return context !== undefined && isSpanContextValid(context) ? context.traceId : null;
 }
 
 /** The committer of a feed's updates when it has one (a `ClinicalUpdates`), for its receipts. */

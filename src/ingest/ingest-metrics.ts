@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { registryCounter } from '../observability/registry-counter.ts';
 
 /** What became of a record update. */
 export type IngestOutcome = 'accepted' | 'duplicate' | 'rejected' | 'unavailable';
@@ -7,18 +8,6 @@ export type IngestOutcome = 'accepted' | 'duplicate' | 'rejected' | 'unavailable
 export const MAX_SOURCE_LABELS = 50;
 
 const SOURCE_LABEL = /^[A-Za-z0-9_.-]{1,64}$/;
-
-/** An existing metric of the registry (a second app on one registry), else a new one. */
-function counter<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: readonly L[],
-): Counter<L> {
-  const existing = registry.getSingleMetric(name);
-  if (existing instanceof Counter) return existing as Counter<L>;
-  return new Counter({ name, help, labelNames, registers: [registry] });
-}
 
 /**
  * The ingest app's counters. The `source` label is the sender's free text, so it is bounded: only
@@ -34,31 +23,29 @@ export class IngestMetrics {
   readonly #sources = new Set<string>();
 
   constructor(registry: Registry) {
-    this.#events = counter(
+    this.#events = registryCounter(
       registry,
       'cw_ingest_events_total',
       'Record updates received, by sender-given source and outcome (accepted, duplicate, rejected, unavailable).',
       ['source', 'outcome'],
     );
-    this.#queries = counter(
+    this.#queries = registryCounter(
       registry,
       'cw_queries_enqueued_total',
       'Concordance queries scheduled by record updates: new queries, or updates coalesced into an open one.',
       ['kind'],
     );
-    this.#unchanged = counter(
+    this.#unchanged = registryCounter(
       registry,
       'cw_updates_unchanged_total',
       'Record updates that left the record as it was and opened no query (its queries already ran).',
-      [],
     );
-    this.#stored = counter(
+    this.#stored = registryCounter(
       registry,
       'cw_record_updates_stored_total',
       'Record updates stored in Redis, from every feed (JSON, HL7 v2, FHIR), unchanged ones included: a flat rate means the feeds went silent.',
-      [],
     );
-    this.#cache = counter(
+    this.#cache = registryCounter(
       registry,
       'cw_crosswalk_cache_lookups_total',
       "Patients of updates looked for in the ingest process's crosswalk cache: hit (no Redis lookup), miss, or stale (a cached entry the commit found outdated: purged, merged, re-created).",

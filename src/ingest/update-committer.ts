@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
@@ -14,6 +15,7 @@ import type { RecordStore } from '../records/record-store.ts';
 import { receiptHeadJson, rawSealContext, type ReceiptHead } from '../trace/receipt-head.ts';
 import { ReceiptWriter, receiptSettings, type ReceiptSettings } from '../trace/receipt-writer.ts';
 import { patientMessagesKey, receiptsKey, recentMessagesKey } from '../trace/trace-keys.ts';
+import { inCommitSpan, partitionOf, queryTraceparent } from './commit-span.ts';
 import { IdempotencyStore } from './idempotency-store.ts';
 import { IngestMetrics } from './ingest-metrics.ts';
 
@@ -219,6 +221,11 @@ export interface UpdateCommitterOptions {
    * @defaultValue none: no raw message is kept
    */
   sealRaw?: ((plaintext: string, context: string) => string) | undefined;
+  /**
+   * With tracing on: each script call gets a `redis.commit` span, and the queries a message opens
+   * keep its ingest span's `traceparent` (the query trace's `tp`). @defaultValue off: no span work
+   */
+  tracer?: Tracer | undefined;
 }
 
 /** Applies one message's changes in one Redis script: see `lua/commit.lua`. */
@@ -274,6 +281,8 @@ export class UpdateCommitter {
     registry: Registry;
     /** The partitions. @defaultValue those of `config.redis` */
     keySpace?: KeySpace;
+    /** With tracing on (see {@link UpdateCommitterOptions.tracer}). @defaultValue off */
+    tracer?: Tracer | undefined;
   }): UpdateCommitter {
     const { config, redis } = deps;
     const metrics = new IngestMetrics(deps.registry);
@@ -299,6 +308,7 @@ export class UpdateCommitter {
           ? (plaintext, context) =>
               (deps.keys as NonNullable<typeof deps.keys>).seal(plaintext, context)
           : undefined,
+      tracer: deps.tracer,
     });
   }
 
@@ -356,14 +366,21 @@ export class UpdateCommitter {
   async commit(input: CommitInput): Promise<CommitResult> {
     const space = this.#o.prefix;
     const merge = input.merge;
-    if (
-      merge !== undefined &&
-      patientPrefix(space, merge.priorPatientServiceId) !==
-        patientPrefix(space, input.patientServiceId)
-    ) {
-      return this.#mergeAcross(input, merge);
-    }
-    return this.#commit(input, '');
+    const tracer = this.#o.tracer;
+    // Read before the commit's own span: the message's ingest span is what its queries carry.
+    const tp = queryTraceparent(tracer);
+    const at = { operation: 'commit', partition: partitionOf(space, input.patientServiceId) };
+    return inCommitSpan(
+      tracer,
+      at,
+      () =>
+        merge !== undefined &&
+        patientPrefix(space, merge.priorPatientServiceId) !==
+          patientPrefix(space, input.patientServiceId)
+          ? this.#mergeAcross(input, merge, tp)
+          : this.#commit(input, '', tp),
+      (result) => result.status,
+    );
   }
 
   /**
@@ -373,13 +390,14 @@ export class UpdateCommitter {
   async #mergeAcross(
     input: CommitInput,
     merge: NonNullable<CommitInput['merge']>,
+    tp: string,
   ): Promise<CommitResult> {
     const { redis, records, presets } = this.#o;
     const prior = merge.priorPatientServiceId;
     const read = await redis.hgetall(presets.keyOf(prior));
     const snapshot = JSON.stringify(Object.entries(read).flat());
     const { merge: _merge, ...survivorPart } = input;
-    const result = await this.#commit(survivorPart, snapshot);
+    const result = await this.#commit(survivorPart, snapshot, tp);
     if (result.status !== 'ok' && result.status !== 'unchanged') return result;
     const retired = await RETIRE_PRIOR.run(
       redis,
@@ -394,8 +412,8 @@ export class UpdateCommitter {
     return retired === 1 ? result : { status: 'conflict' };
   }
 
-  async #commit(input: CommitInput, movedPresets: string): Promise<CommitResult> {
-    const { keys, args } = this.#call(input, movedPresets);
+  async #commit(input: CommitInput, movedPresets: string, tp: string): Promise<CommitResult> {
+    const { keys, args } = this.#call(input, movedPresets, tp);
     return this.#result(input, (await COMMIT.run(this.#o.redis, keys, args)) as unknown[]);
   }
 
@@ -413,6 +431,8 @@ export class UpdateCommitter {
    */
   async commitMany(inputs: readonly CommitInput[]): Promise<ManyCommitResult[]> {
     const results = new Array<ManyCommitResult>(inputs.length);
+    const tracer = this.#o.tracer;
+    const tp = queryTraceparent(tracer);
     const byPartition = new Map<string, number[]>();
     inputs.forEach((input, i) => {
       if (input.record.kind === 'clinical' || input.merge !== undefined) {
@@ -432,7 +452,7 @@ export class UpdateCommitter {
           const traceKeys: string[] = [];
           const traceArgs: (string | number)[] = [];
           for (const i of chunk) {
-            const call = this.#call(inputs[i] as CommitInput, '');
+            const call = this.#call(inputs[i] as CommitInput, '', tp);
             keys.push(...call.keys.slice(0, COMMIT_KEYS));
             traceKeys.push(...call.keys.slice(COMMIT_KEYS));
             args.push(...call.args.slice(0, COMMIT_ARGS));
@@ -440,7 +460,16 @@ export class UpdateCommitter {
           }
           keys.push(...traceKeys);
           args.push(...traceArgs);
-          const reply = (await COMMIT_MANY.run(this.#o.redis, keys, args)) as unknown[];
+          const first = inputs[chunk[0] as number] as CommitInput;
+          const reply = await inCommitSpan(
+            tracer,
+            {
+              operation: 'commit-many',
+              partition: partitionOf(this.#o.prefix, first.patientServiceId),
+            },
+            async () => (await COMMIT_MANY.run(this.#o.redis, keys, args)) as unknown[],
+            (answer) => String(answer[0]),
+          );
           if (reply[0] === 'refused') {
             const refused = chunk[Number(reply[1]) - 1] as number;
             for (const i of indexes.slice(from)) results[i] = { status: 'skipped' };
@@ -457,8 +486,15 @@ export class UpdateCommitter {
     return results;
   }
 
-  /** The KEYS and ARGV of `lua/commit.lua` for one commit. */
-  #call(input: CommitInput, movedPresets: string): { keys: string[]; args: (string | number)[] } {
+  /**
+   * The KEYS and ARGV of `lua/commit.lua` for one commit; `tp` is the `traceparent` its queries
+   * keep ('' for none).
+   */
+  #call(
+    input: CommitInput,
+    movedPresets: string,
+    tp: string,
+  ): { keys: string[]; args: (string | number)[] } {
     const { records, presets, idempotency } = this.#o;
     const psid = input.patientServiceId;
     const prefix = patientPrefix(this.#o.prefix, psid);
@@ -522,6 +558,7 @@ export class UpdateCommitter {
       trace?.maxReceipts ?? 0,
       receipt?.at.getTime() ?? 0,
       prefix,
+      receipt === undefined ? '' : tp,
     ];
     return { keys, args };
   }

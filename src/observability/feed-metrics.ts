@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { registryCounter } from './registry-counter.ts';
 
 /**
  * The stages of a message's life, in the words of Mirth Connect's message browser (see
@@ -23,16 +24,12 @@ export class FeedMetrics {
   readonly #counter: Counter<'feed' | 'stage'>;
 
   constructor(registry: Registry) {
-    const existing = registry.getSingleMetric('cw_feed_messages_total');
-    this.#counter =
-      existing instanceof Counter
-        ? (existing as Counter<'feed' | 'stage'>)
-        : new Counter({
-            name: 'cw_feed_messages_total',
-            help: 'Messages and their queries per feed (hl7v2-mllp, hl7v2-http, fhir, json) and stage: received, filtered, queued, sent, errored, delivered.',
-            labelNames: ['feed', 'stage'],
-            registers: [registry],
-          });
+    this.#counter = registryCounter(
+      registry,
+      'cw_feed_messages_total',
+      'Messages and their queries per feed (hl7v2-mllp, hl7v2-http, fhir, json) and stage: received, filtered, queued, sent, errored, delivered.',
+      ['feed', 'stage'],
+    );
   }
 
   count(feed: string, stage: FeedStage, n = 1): void {

@@ -13,6 +13,7 @@ import {
   type PollFacts,
 } from './query-lifecycle.ts';
 import { logQueryEnd, resultEvent, type QueryRecord } from './query-outcome.ts';
+import { endCall, type QuerySpans } from './query-spans.ts';
 
 /** The ports the poll scheduler works through. */
 export interface PollPorts {
@@ -40,6 +41,11 @@ export interface PollSchedulerOptions extends DueSetSchedulerOptions<PolledOutco
   polling: { interval_ms: number; batch: number; concurrency: number; lease_ms: number };
   /** The service's `host[:port]`, named when its trouble ends a query (see logQueryEnd). */
   serviceHost?: string;
+  /**
+   * The `cgs.poll` span of each poll (tracing on), in the trace of the query's submission; none
+   * when tracing is off.
+   */
+  spans?: QuerySpans | undefined;
 }
 
 /** The id of a query's result event when its data predates stored query ids: stable per query. */
@@ -121,7 +127,7 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
         const before = decideBeforePoll(facts, rules);
         if (before !== undefined)
           return { poll, decision: before, answer: undefined, at: leasedAt };
-        const answer = await this.#o.ports.poll(poll.remote.remoteJobId, this.signal);
+        const answer = await this.#poll(poll);
         metrics?.polls.inc({ state: answer.kind === 'pending' ? 'pending' : stateLabel(answer) });
         const at = this.#now();
         const profile = profiles.get(poll.ccsrCategory);
@@ -132,6 +138,18 @@ export class PollScheduler extends DueSetLoop<LeasedPoll> {
       }),
     );
     await this.#carryOut(polled);
+  }
+
+  /** GETs the remote job of `poll`, under its `cgs.poll` span when tracing is on. */
+  #poll(poll: LeasedPoll): Promise<PollAnswer> {
+    const { spans, ports } = this.#o;
+    const { remote } = poll;
+    if (spans === undefined) return ports.poll(remote.remoteJobId, this.signal);
+    return spans.poll(poll, remote.tp, (remote.polls ?? 0) + 1, async (span) => {
+      const answer = await ports.poll(remote.remoteJobId, this.signal);
+      endCall(span, { outcome: answer.kind, remoteJobId: remote.remoteJobId });
+      return answer;
+    });
   }
 
   async #carryOut(polled: Polled[]): Promise<void> {

@@ -45,6 +45,11 @@ export interface PolledRemoteJob {
   polls?: number;
   /** When the last poll that found it still running was made (epoch ms). */
   lastPollAt?: number;
+  /**
+   * The W3C `traceparent` of its `cgs.submit` span (tracing on): the parent of every `cgs.poll`
+   * span, so that the polls join the message's trace (and follow its sampling decision).
+   */
+  tp?: string;
 }
 
 /** A poll leased by {@link PollSet.lease}. */

@@ -1,7 +1,7 @@
 import { patientPrefix, type KeySpace } from '../queues/partitions.ts';
 import { LuaScript } from '../queues/lua-script.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
-import { queryTraceKey } from '../trace/trace-keys.ts';
+import { deliveryTraceKey, queryTraceKey } from '../trace/trace-keys.ts';
 import { pollSetKey, type PolledRemoteJob } from './poll-set.ts';
 import { outboxMember, queryOutboxKey, queryStateKey, type Triggers } from './query-outbox.ts';
 
@@ -94,7 +94,8 @@ export class QueryState {
    * the due set of new queries and puts its first poll in its partition's due set of polls at
    * `firstPollAt`: from now on older queries of the
    * key are superseded, and this query is never submitted again. With `traceTtlS` (the message
-   * trace's retention, seconds; 0: off) its trace notes `submitted_at` and `remote_job_id`.
+   * trace's retention, seconds; 0: off) its trace notes `submitted_at` and `remote_job_id`, and the remote job's `tp` (its submission's
+   * `traceparent`) goes to its result event's trace.
    */
   async markSubmitted(
     patientServiceId: string,
@@ -112,6 +113,7 @@ export class QueryState {
         pollSetKey(prefix),
         queryOutboxKey(prefix),
         queryTraceKey(prefix, patientServiceId, category, seq),
+        deliveryTraceKey(prefix, remote.queryId ?? ''),
       ],
       [
         seq,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { trace } from '@opentelemetry/api';
 import type { Logger } from 'pino';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
 import type { AssembledPatient } from '../interface/assembled-patient.ts';
@@ -10,6 +11,7 @@ import { adaptiveDelayMs } from './adaptive-schedule.ts';
 import type { LatencyProfiles } from './latency-profiles.ts';
 import type { PollScheduleOptions } from './poll-schedule.ts';
 import type { PolledRemoteJob } from './poll-set.ts';
+import { codeOf, endCall, statusOf, type CallEnd, type QuerySpans } from './query-spans.ts';
 import { queryJobId } from './query-job.ts';
 import {
   decideBeforeSubmit,
@@ -110,8 +112,27 @@ export interface QuerySubmissionOptions {
   feeds?: FeedMetrics;
   /** Told of each query that ended here, once its outcome is written. */
   onOutcome?: (outcome: SubmitOutcome) => void;
+  /**
+   * The `cgs.submit` span of each submission (tracing on); none when tracing is off, so that the
+   * submission does no tracing work at all.
+   */
+  spans?: QuerySpans | undefined;
   /** @defaultValue `Date.now` */
   now?: () => number;
+}
+
+/** `cw.outcome` of a submission's span: what its job does next, or how the query ended. */
+function outcomeOf(step: SubmissionStep): CallEnd {
+  switch (step.kind) {
+    case 'ended':
+      return { outcome: step.outcome, errorCode: step.failure?.code };
+    case 'retry':
+      return { outcome: 'retry', errorCode: codeOf(step.error), status: statusOf(step.error) };
+    case 'submitted':
+      return { outcome: step.kind, remoteJobId: step.remoteJobId };
+    default:
+      return { outcome: step.kind };
+  }
 }
 
 /** The query's data as a result event needs it. */
@@ -171,7 +192,7 @@ export class QuerySubmission {
     signal: AbortSignal,
     job: { attemptsMade: number; stalledCounter: number } = { attemptsMade: 0, stalledCounter: 0 },
   ): Promise<SubmissionStep> {
-    const { rules, ports, store } = this.#o;
+    const { store } = this.#o;
     const stored = await store.claim(query, dueAt, randomUUID(), this.#now());
     if (stored === undefined) return { kind: 'stale' };
     const claimed: ClaimedQuery = {
@@ -179,6 +200,25 @@ export class QuerySubmission {
       failures: Math.max(stored.failures, job.attemptsMade),
       leases: Math.max(stored.leases, job.stalledCounter + 1),
     };
+    const spans = this.#o.spans;
+    if (spans === undefined) return this.#claimed(claimed, signal, undefined);
+    return spans.submit(claimed, claimed.traceparent, async (span, traceparent) => {
+      const step = await this.#claimed(claimed, signal, traceparent);
+      endCall(span, outcomeOf(step));
+      return step;
+    });
+  }
+
+  /**
+   * What follows the claim, under the submission's span (`traceparent`: its own, which the remote
+   * job keeps for the polls' spans).
+   */
+  async #claimed(
+    claimed: ClaimedQuery,
+    signal: AbortSignal,
+    traceparent: string | undefined,
+  ): Promise<SubmissionStep> {
+    const { rules, ports, store } = this.#o;
     // What ends a query without sending it comes first (a superseded query ends without an
     // event, as on the poll side); then one whose workers kept dying with it.
     const before =
@@ -208,7 +248,7 @@ export class QuerySubmission {
       await ports.submitted(claimed, begun.remote, this.#now());
       return { kind: 'submitted', remoteJobId: begun.remote.remoteJobId };
     }
-    return this.#send(claimed, prepared, signal);
+    return this.#send(claimed, prepared, signal, traceparent);
   }
 
   /** Makes a query's call (Prevent): its answer ends the query at once, `completed`. */
@@ -238,6 +278,7 @@ export class QuerySubmission {
     query: ClaimedQuery,
     prepared: Extract<Prepared, { kind: 'payload' }>,
     signal: AbortSignal,
+    traceparent: string | undefined,
   ): Promise<SubmissionStep> {
     const sentAt = this.#now();
     let remoteJobId: string;
@@ -254,6 +295,7 @@ export class QuerySubmission {
       recordVersion: prepared.recordVersion,
       queryId: query.queryId,
       polls: 0,
+      ...(traceparent === undefined ? {} : { tp: traceparent }),
     };
     const profile = this.#o.profiles.get(query.ccsrCategory);
     const firstPollAt = submittedAt + adaptiveDelayMs(0, 0, profile, this.#o.schedule);
@@ -290,6 +332,10 @@ export class QuerySubmission {
     const { ports, rules, store } = this.#o;
     const now = this.#now();
     const extra = recordVersion === undefined ? {} : { recordVersion };
+    const status = statusOf(err);
+    // The service's answer on the submission's span (none when tracing is off).
+    if (status !== undefined)
+      trace.getActiveSpan()?.setAttribute('http.response.status_code', status);
     const failure = ports.classify(err);
     if (failure === undefined) {
       const e = err as Error;

@@ -48,6 +48,11 @@ export interface ClaimedQuery extends DueQuery {
    * undefined when it has none (the trace off, or opened before it was on).
    */
   feed: string | undefined;
+  /**
+   * The W3C `traceparent` of the ingest span of the message that opened the query (kept in its
+   * trace only when that trace is sampled): the parent of its `cgs.submit` span. Undefined when none.
+   */
+  traceparent: string | undefined;
 }
 
 /** What {@link SubmissionStore.begin} finds for a submission about to be sent. */
@@ -141,6 +146,7 @@ export class SubmissionStore {
       },
       sealedLocalId: text(12),
       feed: text(13) ?? undefined,
+      traceparent: text(14) ?? undefined,
     };
   }
 

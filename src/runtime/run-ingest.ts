@@ -16,6 +16,7 @@ import { settlesWithin } from './close-worker.ts';
 import { RedisOutageLog } from './redis-outage-log.ts';
 import { RedisRefusalGate } from './redis-refusal-gate.ts';
 import { logRedisPersistence } from '../queues/redis-persistence.ts';
+import { roleTracing } from './role-tracing.ts';
 
 export interface IngestOptions extends RoleOptions {
   /**
@@ -39,6 +40,8 @@ export async function runIngest(
   options: IngestOptions = {},
 ): Promise<RunningProcess> {
   assertRoleConfig(config, 'ingest');
+  // Before anything is built: an invalid OTEL_* value fails the start (ERR_TRACING_ENV).
+  const { tracing, owned: ownsTracing } = await roleTracing(options.tracing, 'ingest', logger);
   const keys = crosswalkKeysFrom(config);
   const redis = requestConnection(config.redis, 'cw-ingest', {
     commandTimeoutMs: config.redis.command_timeout_ms,
@@ -50,7 +53,12 @@ export async function runIngest(
     onRefused: (reply) => refusal.refuse(reply),
     redisUrl: config.redis.url,
   }).watch(redis);
-  const app = App.compose(config, logger, { redis, keys, registry: options.registry });
+  const app = App.compose(config, logger, {
+    redis,
+    keys,
+    registry: options.registry,
+    tracing,
+  });
   // On a Redis Cluster the queue gets a copy of the connection that waits for the cluster.
   const forQueues = queueConnectionFor(redis);
   if (forQueues.owned) outages.watch(forQueues.connection);
@@ -100,6 +108,7 @@ export async function runIngest(
         patients: admin,
         registry: app.metrics,
         logger,
+        tracer: tracing.enabled ? tracing.tracer : undefined,
       })
     : undefined;
   logger.info({ url, mllp_port: mllp?.port }, 'ingest ports open');
@@ -130,6 +139,8 @@ export async function runIngest(
         if (connection.status === 'ready') await settlesWithin(connection.quit(), 1_000);
         connection.disconnect();
       }
+      // The spans of the last requests are exported (bounded by the export timeout).
+      if (ownsTracing) await tracing.shutdown();
       logger.info('ingest stopped');
     },
   };

@@ -23,6 +23,8 @@ import { webhookTransportWarnings } from '../config/webhook-transport.ts';
 import { WorkerRegistry, type QueueWorker } from './worker-registry.ts';
 import { DemographicsWait } from '../records/demographics-wait.ts';
 import { registerDemographicsWaitGauge } from '../records/demographics-wait-gauge.ts';
+import type { TracingHandle } from '../observability/tracing/start-tracing.ts';
+import { roleTracing } from './role-tracing.ts';
 
 export interface RunningProcess {
   /** Where /healthz, /readyz and /metrics answer (or the ingest API, for ingest). */
@@ -53,6 +55,12 @@ export interface RoleOptions {
   registry?: Registry;
   /** More readiness checks for the worker's `/readyz` (`start`: the ingest's). */
   checks?: Record<string, ReadinessCheck>;
+  /**
+   * The process's tracing when several roles share one process (`start`), or a test's: its giver
+   * shuts it down. @defaultValue started by the role from the `OTEL_*` variables, shut down by its
+   * close
+   */
+  tracing?: TracingHandle;
 }
 
 /** Time kept out of the shutdown grace for closing servers and connections after the workers. */
@@ -92,6 +100,8 @@ export async function runWorker(
   options: RoleOptions = {},
 ): Promise<RunningWorker> {
   assertRoleConfig(config, 'work');
+  // Before anything is built: an invalid OTEL_* value fails the start (ERR_TRACING_ENV).
+  const { tracing, owned: ownsTracing } = await roleTracing(options.tracing, 'work', logger);
   for (const { path, message, host } of serviceUrlWarnings(config)) {
     logger.warn({ setting: path, service_host: host }, message);
   }
@@ -110,7 +120,12 @@ export async function runWorker(
     redisUrl: config.redis.url,
   }).watch(redis);
   outages.watch(commands);
-  const app = App.compose(config, logger, { redis: commands, keys, registry: options.registry });
+  const app = App.compose(config, logger, {
+    redis: commands,
+    keys,
+    registry: options.registry,
+    tracing,
+  });
   const metrics = app.pipelineMetrics;
   const unwatchRedis = metrics.watchRedis(() => redisAnswers(redis));
   const client = app.serviceClient();
@@ -252,6 +267,8 @@ export async function runWorker(
         await settlesWithin(redis.quit(), CLOSE_RESERVE_MS / 4);
       }
       redis.disconnect();
+      // The spans of the last jobs are exported (bounded by the export timeout).
+      if (ownsTracing) await tracing.shutdown();
       logger.info('workers stopped');
     },
   };

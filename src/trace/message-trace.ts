@@ -49,6 +49,11 @@ export const QueryTraceSchema = z.object({
   feed: z.enum(FEEDS).optional(),
   /** Messages that opened or joined it. */
   messages: z.coerce.number().optional(),
+  /**
+   * With tracing on: the W3C `traceparent` of the ingest span of the first message that opened or
+   * joined it in a sampled trace, which the workers' spans continue (docs/opentelemetry.md).
+   */
+  tp: z.string().optional(),
   /** The relay, when it added the submission job to `concordance-queries`, and the job's id. */
   queued_at: z.coerce.number().optional(),
   job_id: z.string().optional(),
@@ -78,6 +83,12 @@ export const DeliveryTraceSchema = z.object({
    * claim and the poll's end: what `delivered` is counted by.
    */
   feed: z.enum(FEEDS).optional(),
+  /**
+   * With tracing on: the W3C `traceparent` the webhook attempt's span continues — the query's
+   * submission span (written by `mark-submitted`, before any poll can hand the event over), else
+   * the message's ingest span (copied from the query's trace by the claim).
+   */
+  tp: z.string().optional(),
   /** Change-only delivery held the event back: its result equals the last one delivered. */
   unchanged_at: z.coerce.number().optional(),
   /** The outbound queue: when the event was added. */

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { App } from '../../src/app/compose-app.ts';
 import type { Config } from '../../src/config/config-schema.ts';
@@ -98,4 +99,50 @@ export async function startPipelineWithWebhook(
       for (const close of closers.splice(0)) await close();
     },
   };
+}
+
+/** What {@link startIngestWithWebhook} started. */
+export interface IngestWithWebhook {
+  h: PipelineHarness;
+  r: WebhookReceiver;
+  ingest: FastifyInstance;
+  /** The ingest app's address. */
+  url: string;
+}
+
+/**
+ * The pipeline as `start` runs it, built by the harness's composition root: a signature-checking
+ * webhook receiver (answering with `respond`), a {@link PipelineHarness} on `config(receiver,
+ * secret)`, the delivery router, one webhook worker per partition on a connection named
+ * `connectionName`, the query workers delivering through the router, and the ingest app listening
+ * on a free port. Each piece's close goes into `closers` (run them in order to stop it all).
+ */
+export async function startIngestWithWebhook(options: {
+  config: (receiver: WebhookReceiver, secret: string) => Config;
+  connectionName: string;
+  closers: (() => Promise<unknown>)[];
+  respond?: (attempt: Omit<ReceivedAttempt, 'status'>) => number;
+}): Promise<IngestWithWebhook> {
+  const { closers } = options;
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const r = await startWebhookReceiver({ secret, respond: options.respond });
+  closers.push(() => r.close());
+  const h = await PipelineHarness.start({ config: options.config(r, secret) });
+  closers.unshift(() => h.close());
+  const routing = h.app.deliveryRouter(h.redis);
+  closers.unshift(() => routing.close());
+  const connection = workerConnection(h.endpoint, options.connectionName);
+  closers.push(async () => connection.disconnect());
+  for (const p of h.partitions.prefixes.keys()) {
+    const webhook = await h.app.webhookDeliveries(connection, p);
+    closers.unshift(async () => {
+      await webhook.worker.close();
+      await webhook.queue.close();
+    });
+  }
+  await h.startWorker(undefined, undefined, routing.router);
+  const ingest = await h.app.ingestApp(h.app.ingestParts());
+  closers.unshift(() => ingest.close());
+  const url = await ingest.listen({ port: 0, host: '127.0.0.1' });
+  return { h, r, ingest, url };
 }

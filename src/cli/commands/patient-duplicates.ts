@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { loadConfig } from '../../config/load-config.ts';
@@ -9,10 +8,9 @@ import {
   type DuplicatePair,
 } from '../../identity/probable-duplicates.ts';
 import { createLogger } from '../../observability/logger.ts';
-import { cliActor } from '../../privacy/audit-actor.ts';
-import { AuditLog } from '../../privacy/audit-log.ts';
 import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
+import { auditCliAction } from '../cli-audit.ts';
 
 interface DuplicatesOptions {
   show?: boolean;
@@ -65,18 +63,8 @@ export function registerPatientDuplicates(patient: Command, program: Command): v
         const pairs = options.show === true ? found.pairs : undefined;
         if (pairs !== undefined) {
           // Local ids leave the service: who saw how many is audited (no patient in the entry).
-          await new AuditLog({
-            redis,
-            prefix: config.redis.prefix,
-            maxEntries: config.admin.audit.max_entries,
-            logger,
-          }).append({
-            action: 'show_duplicates',
-            actor: cliActor(),
-            at: new Date().toISOString(),
-            outcome: 'done',
-            counts: { probable_duplicates: pairs.length },
-            request_id: randomUUID(),
+          await auditCliAction({ config, redis, logger }, 'show_duplicates', {
+            probable_duplicates: pairs.length,
           });
         }
         process.stdout.write(

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../../config/load-config.ts';
 import type { DeadLetter } from '../../delivery/dead-letter.ts';
@@ -6,11 +5,10 @@ import { DeadLetterStore } from '../../delivery/dead-letter-store.ts';
 import { replayDeadLetters } from '../../delivery/replay-dead-letters.ts';
 import { WebhookChannel } from '../../delivery/webhook-channel.ts';
 import { createLogger } from '../../observability/logger.ts';
-import { cliActor } from '../../privacy/audit-actor.ts';
-import { AuditLog } from '../../privacy/audit-log.ts';
 import { Partitions } from '../../queues/partitions.ts';
 import { requestConnection } from '../../queues/redis-connections.ts';
 import { crosswalkKeysFrom } from '../../app/compose-app.ts';
+import { auditCliAction } from '../cli-audit.ts';
 
 interface ReplayOptions {
   since?: Date;
@@ -49,7 +47,6 @@ export function registerReplayCommand(program: Command): void {
       const keys = crosswalkKeysFrom(config);
       // Fails fast when Redis is unreachable, instead of waiting for it like a worker would.
       const redis = requestConnection(config.redis, 'cw-replay', { enableOfflineQueue: true });
-      const prefix = config.redis.prefix;
       const partitions = Partitions.of(config.redis);
       const channel = new WebhookChannel({ connection: redis, prefix: partitions, keys });
       try {
@@ -82,18 +79,8 @@ export function registerReplayCommand(program: Command): void {
         if (options.dryRun !== true) {
           // A replay sends patient data again: it is audited (who, when, how many; no patient).
           const logger = createLogger({ name: 'cli', level: config.log.level });
-          await new AuditLog({
-            redis,
-            prefix,
-            maxEntries: config.admin.audit.max_entries,
-            logger,
-          }).append({
-            action: 'replay',
-            actor: cliActor(),
-            at: new Date().toISOString(),
-            outcome: 'done',
-            counts: { dead_letters: replayed.length },
-            request_id: randomUUID(),
+          await auditCliAction({ config, redis, logger }, 'replay', {
+            dead_letters: replayed.length,
           });
           logger.flush();
         }

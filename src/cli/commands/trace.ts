@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Command } from 'commander';
 import { crosswalkKeysFrom } from '../../app/compose-app.ts';
 import { patientAdminFor } from '../../app/patient-admin-for.ts';
@@ -6,7 +5,6 @@ import type { Config } from '../../config/config-schema.ts';
 import { loadConfig } from '../../config/load-config.ts';
 import { createLogger } from '../../observability/logger.ts';
 import { cliActor } from '../../privacy/audit-actor.ts';
-import { AuditLog } from '../../privacy/audit-log.ts';
 import { UnknownPatientError } from '../../privacy/unknown-patient-error.ts';
 import { Partitions } from '../../queues/partitions.ts';
 import type { RedisClient } from '../../queues/redis-client.ts';
@@ -23,6 +21,7 @@ import { wholeNumber } from '../option-parsers.ts';
 import { valueOrStdinLine } from '../stdin-line.ts';
 import { TraceNotFoundError } from './trace-not-found-error.ts';
 import { messageText } from './trace-text.ts';
+import { auditCliAction } from '../cli-audit.ts';
 
 interface TraceOptions {
   patient?: string;
@@ -67,18 +66,9 @@ async function byControlId(
   // The messages are patient data: who saw how many is audited before they are shown.
   const logger = createLogger({ name: 'cli', level: config.log.level });
   try {
-    await new AuditLog({
-      redis,
-      prefix: config.redis.prefix,
-      maxEntries: config.admin.audit.max_entries,
-      logger,
-    }).append({
-      action: 'show_raw',
-      actor: cliActor(),
-      at: new Date().toISOString(),
-      outcome: 'done',
-      counts: { raw_messages: opened.size, unreadable },
-      request_id: randomUUID(),
+    await auditCliAction({ config, redis, logger }, 'show_raw', {
+      raw_messages: opened.size,
+      unreadable,
     });
   } finally {
     logger.flush();

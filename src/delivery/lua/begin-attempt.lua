@@ -2,7 +2,8 @@
   Starts an attempt, but only for the job that owns the event and only when the event is first in
   its key's line. The attempt is counted before the request is sent, so that a crash mid-request
   still counts, in the event's delivery trace too (`webhook_attempts`, `webhook_first_at`,
-  `webhook_last_at`).
+  `webhook_last_at`), and the `traceparent` that the event's delivery trace keeps (`tp`: the span
+  of its query's submission, or of its message's ingest) is read for the attempt's span.
 
   Input:
     KEYS[1] the event's delivery state (hash)
@@ -14,7 +15,8 @@
     ARGV[5] the trace's retention, seconds (0: the trace is off, nothing is written)
 
   Output:
-    {'go', sealed event, enqueued_at, attempt number, first_attempt_at} when the attempt starts;
+    {'go', sealed event, enqueued_at, attempt number, first_attempt_at, traceparent or ''} when
+    the attempt starts;
     {'waiting', id first in the line or ''} when another event goes first; {'stale'} when another
     job owns the event; {'missing'} when there is no such event; else {its state}
 ]]
@@ -28,5 +30,8 @@ if head ~= ARGV[1] then return {'waiting', head or ''} end
 local attempts = redis.call('HINCRBY', KEYS[1], 'attempts', 1)
 local first = s[6] or ARGV[3]
 redis.call('HSET', KEYS[1], 'first_attempt_at', first, 'last_attempt_at', ARGV[3])
-traceSet(deliveryTraceKey(ARGV[4], ARGV[1]), tonumber(ARGV[5]), 'webhook_attempts', attempts, 'webhook_first_at', first, 'webhook_last_at', ARGV[3])
-return {'go', s[4], s[5], tostring(attempts), first}
+local ttl = tonumber(ARGV[5])
+local dt = deliveryTraceKey(ARGV[4], ARGV[1])
+traceSet(dt, ttl, 'webhook_attempts', attempts, 'webhook_first_at', first, 'webhook_last_at', ARGV[3])
+local tp = ttl > 0 and redis.call('HGET', dt, 'tp') or ''
+return {'go', s[4], s[5], tostring(attempts), first, tp}

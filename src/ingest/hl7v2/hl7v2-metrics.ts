@@ -1,4 +1,5 @@
-import { Counter, type Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
+import { registryCounter } from '../../observability/registry-counter.ts';
 import { HANDLED_TYPES } from './map-message.ts';
 
 export type Hl7v2Outcome = 'accepted' | 'ignored' | 'rejected' | 'unavailable';
@@ -18,25 +19,17 @@ export class Hl7v2Metrics {
   readonly #refused: Counter;
 
   constructor(registry: Registry) {
-    const refused = registry.getSingleMetric('cw_mllp_connections_refused_total');
-    this.#refused =
-      refused instanceof Counter
-        ? refused
-        : new Counter({
-            name: 'cw_mllp_connections_refused_total',
-            help: 'MLLP connections closed at once because hl7v2.mllp.max_connections were open.',
-            registers: [registry],
-          });
-    const existing = registry.getSingleMetric('cw_hl7v2_messages_total');
-    this.#messages =
-      existing instanceof Counter
-        ? (existing as Counter<'type' | 'outcome'>)
-        : new Counter({
-            name: 'cw_hl7v2_messages_total',
-            help: 'HL7 v2 messages received (MLLP and HTTP), by MSH-9 type^trigger and outcome (accepted, ignored, rejected, unavailable).',
-            labelNames: ['type', 'outcome'],
-            registers: [registry],
-          });
+    this.#refused = registryCounter(
+      registry,
+      'cw_mllp_connections_refused_total',
+      'MLLP connections closed at once because hl7v2.mllp.max_connections were open.',
+    );
+    this.#messages = registryCounter(
+      registry,
+      'cw_hl7v2_messages_total',
+      'HL7 v2 messages received (MLLP and HTTP), by MSH-9 type^trigger and outcome (accepted, ignored, rejected, unavailable).',
+      ['type', 'outcome'],
+    );
   }
 
   #label(type: string | undefined): string {

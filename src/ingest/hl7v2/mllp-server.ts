@@ -1,3 +1,4 @@
+import type { Tracer } from '@opentelemetry/api';
 import {
   createServer as createTcpServer,
   type AddressInfo,
@@ -14,6 +15,7 @@ import { encodeText } from './charset.ts';
 import { committerOf, FeedTrace } from '../feed-trace.ts';
 import { Hl7v2Handler, type ClinicalUpdatesPort, type PatientDeletePort } from './hl7v2-handler.ts';
 import { Hl7v2Metrics } from './hl7v2-metrics.ts';
+import { inMllpSpan } from './mllp-span.ts';
 import { mllpTls } from './mllp-tls.ts';
 import { refusalHeaderOf } from './refusal-header.ts';
 
@@ -35,6 +37,11 @@ export interface MllpServerOptions {
   port?: number;
   /** @defaultValue `config.mllp.host` */
   host?: string;
+  /**
+   * With tracing on: a span per frame (MLLP carries no `traceparent`: each starts its own trace).
+   * @defaultValue off: no span work
+   */
+  tracer?: Tracer | undefined;
 }
 
 export interface MllpServer {
@@ -117,7 +124,7 @@ export async function startMllpServer(options: MllpServerOptions): Promise<MllpS
           break;
         }
         // Bytes, not text: each message is decoded by its own MSH-18 (or the listener default).
-        const result = await handler.handleInput(next.body);
+        const result = await inMllpSpan(options.tracer, () => handler.handleInput(next.body));
         if (c.closed) break;
         // A batch with a message that could not be stored gets no batch ACK at all.
         if (

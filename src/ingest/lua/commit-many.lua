@@ -10,8 +10,8 @@
     KEYS[1...] the 11 keys of each item in turn, as commit.lua's KEYS[1..11]; then the 3 trace
       keys of each item in turn, as commit.lua's KEYS[12..14]
     ARGV[1] the item count
-    ARGV[2...] the 24 arguments of each item in turn, as commit.lua's ARGV[1..24]; then the 7
-      trace arguments of each item in turn, as commit.lua's ARGV[25..31] (a receipt '' writes none)
+    ARGV[2...] the 24 arguments of each item in turn, as commit.lua's ARGV[1..24]; then the 8
+      trace arguments of each item in turn, as commit.lua's ARGV[25..32] (a receipt '' writes none)
 
   Output:
     {'done', replies}, one reply of commit.lua per item, or {'refused', i, reason}
@@ -22,7 +22,7 @@
 local COMMIT_KEYS = 11
 local COMMIT_ARGS = 24
 local TRACE_KEYS = 3
-local TRACE_ARGS = 7
+local TRACE_ARGS = 8
 -- What the items before this one will have written by the time it runs: records, lookup entries.
 local function precheck(keys, argv, will_exist, will_name)
   local named = false

@@ -55,6 +55,8 @@
     ARGV[29] how many receipts a control id keeps
     ARGV[30] now, epoch ms
     ARGV[31] the partition's prefix (of the query trace keys)
+    ARGV[32] the traceparent of the message's ingest span, kept by the queries it opens ('' for
+      none: tracing off, or the trace not sampled)
 
   Output:
     {'stale'} or {'retired'} (ARGV[24]: the lookup entry moved), {'duplicate', answer},
@@ -69,5 +71,5 @@ local result = commit_one(
   {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12],
     ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17], ARGV[18], ARGV[19], ARGV[20], ARGV[21], ARGV[22], ARGV[23], ARGV[24]})
 commitReceipt(result, {KEYS[12], KEYS[13], KEYS[14]},
-  {ARGV[25], ARGV[26], ARGV[27], ARGV[28], ARGV[29], ARGV[30], ARGV[31]}, ARGV[7])
+  {ARGV[25], ARGV[26], ARGV[27], ARGV[28], ARGV[29], ARGV[30], ARGV[31], ARGV[32]}, ARGV[7])
 return result

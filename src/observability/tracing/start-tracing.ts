@@ -37,6 +37,21 @@ export interface StartTracingOptions {
 const TRACER_NAME = 'concordance-worker';
 
 /**
+ * The handle of a process where tracing is off: the API's no-op tracer, no BullMQ telemetry,
+ * nothing to flush. What {@link startTracing} answers without an OTLP endpoint, and what a part
+ * built without a started handle (a test's `App`) gets.
+ */
+export function tracingOff(): TracingHandle {
+  return {
+    enabled: false,
+    tracer: trace.getTracer(TRACER_NAME),
+    bullmqTelemetry: undefined,
+    flush: () => Promise.resolve(),
+    shutdown: () => Promise.resolve(),
+  };
+}
+
+/**
  * Starts tracing as the standard OpenTelemetry environment variables say: on when
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT is set, off otherwise. Off,
  * no SDK module is loaded and the tracer is the API's no-op one. On, the SDK is loaded, spans go
@@ -46,15 +61,7 @@ const TRACER_NAME = 'concordance-worker';
  */
 export async function startTracing(options: StartTracingOptions = {}): Promise<TracingHandle> {
   const settings = readTracingEnv(options.env ?? process.env, options.serviceName ?? TRACER_NAME);
-  if (!settings.enabled) {
-    return {
-      enabled: false,
-      tracer: trace.getTracer(TRACER_NAME),
-      bullmqTelemetry: undefined,
-      flush: () => Promise.resolve(),
-      shutdown: () => Promise.resolve(),
-    };
-  }
+  if (!settings.enabled) return tracingOff();
   const { startSdk } = await import('./tracing-sdk.ts');
   const sdk = startSdk(settings, {
     name: TRACER_NAME,

@@ -13,8 +13,10 @@
   The keys it reads besides its own (`<prefix>:rec:<psid>`, `<prefix>:optout:<psid>`,
   `<prefix>:xwr:<psid>`) share the partition's hash tag, as do the message trace's: the claim
   counts one more run (`attempts`) and notes the first claim (`claimed_at`) in the query's trace,
-  reads the feed that opened it, and copies that feed into the trace of its result event (its id),
-  so that the delivery side counts the event by feed. A stale query whose trace did not end yet
+  reads the feed that opened it and the `traceparent` of the message's ingest span (`tp`, kept only
+  when that trace is sampled), and copies both into the trace of its result event (its id), so that
+  the delivery side counts the event by feed and an event that ends here is delivered in the
+  message's trace. A stale query whose trace did not end yet
   ends there `stale`; a query without a trace (purged) gets none.
 
   Input:
@@ -28,10 +30,11 @@
     ARGV[7] now, epoch ms
 
   Output:
-    an empty list for a stale query, else 13 entries: triggers JSON, newest submitted seq ('0'
+    an empty list for a stale query, else 15 entries: triggers JSON, newest submitted seq ('0'
     when none), stored remote job JSON (or ''), resubmissions, failed attempts, query id, leases,
     opted out (1 or 0), record version, sealed record, clinical fields, record updated_at (each
-    '' when none), sealed local id (or ''), the feed that opened the query (or '')
+    '' when none), sealed local id (or ''), the feed that opened the query (or ''), the
+    `traceparent` of the message's ingest span (or '')
 ]]
 --- @include "../../trace/lua/includes/trace-step"
 local qs = KEYS[1]
@@ -58,13 +61,16 @@ local f = redis.call('HMGET', qs, 'submitted', 'r:' .. seq, 'n:' .. seq, 'f:' ..
 local leases = redis.call('HINCRBY', qs, 'l:' .. seq, 1)
 traceIncr(qt, ttl, 'attempts')
 traceSetNx(qt, ttl, 'claimed_at', ARGV[7])
-local feed = redis.call('HGET', qt, 'feed') or ''
+local t = redis.call('HMGET', qt, 'feed', 'tp')
+local feed = t[1] or ''
+local tp = t[2] or ''
 if feed ~= '' then traceSet(deliveryTraceKey(p, f[5]), ttl, 'feed', feed) end
+if tp ~= '' then traceSet(deliveryTraceKey(p, f[5]), ttl, 'tp', tp) end
 local rec = redis.call('HMGET', p .. ':rec:' .. psid, 'version', 'record', 'clinical', 'updated_at')
 return {
   claimed, f[1] or '0', f[2] or '', f[3] or '0', f[4] or '0', f[5], leases,
   redis.call('EXISTS', p .. ':optout:' .. psid),
   rec[1] or '', rec[2] or '', rec[3] or '', rec[4] or '',
   redis.call('GET', p .. ':xwr:' .. psid) or '',
-  feed
+  feed, tp
 }

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.ts';
 import type { ResultEvent } from '../../../src/interface/result-event.ts';
 import { preventIdentifier } from '../../../src/identity/prevent-identifier.ts';
-import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import { startSimulator } from '../../../src/simulator/start-simulator.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
+import type { WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import {
   API_KEY,
   PipelineHarness,
@@ -17,7 +15,7 @@ import {
 import { isResultErrorCode } from '../../../src/queries/result-error-codes.ts';
 import { scanRedisFor } from '../../support/scan-redis.ts';
 import { eventually } from '../../support/eventually.ts';
-import { quickWebhook } from '../../support/pipeline-webhook.ts';
+import { quickWebhook, startIngestWithWebhook } from '../../support/pipeline-webhook.ts';
 import {
   FAST_FEED_PIPELINE_LINES,
   startPipelineProcesses,
@@ -181,34 +179,12 @@ describe('Prevent when a record changes (ingest app → query engine → signed 
   });
 
   /** The pipeline as `start` runs it, built by the composition root, with a real webhook receiver. */
-  async function startPipeline(): Promise<{
-    h: PipelineHarness;
-    r: WebhookReceiver;
-    ingest: FastifyInstance;
-    url: string;
-  }> {
-    const secret = `whsec_${randomBytes(24).toString('base64')}`;
-    const r = await startWebhookReceiver({ secret });
-    closers.push(() => r.close());
-    const h = await PipelineHarness.start({ config: preventConfig(r, secret) });
-    closers.unshift(() => h.close());
-    const routing = h.app.deliveryRouter(h.redis);
-    closers.unshift(() => routing.close());
-    const connection = workerConnection(h.endpoint, 'test-prevent-webhook');
-    closers.push(async () => connection.disconnect());
-    for (const p of h.partitions.prefixes.keys()) {
-      const webhook = await h.app.webhookDeliveries(connection, p);
-      closers.unshift(async () => {
-        await webhook.worker.close();
-        await webhook.queue.close();
-      });
-    }
-    await h.startWorker(undefined, undefined, routing.router);
-    const ingest = await h.app.ingestApp(h.app.ingestParts());
-    closers.unshift(() => ingest.close());
-    const url = await ingest.listen({ port: 0, host: '127.0.0.1' });
-    return { h, r, ingest, url };
-  }
+  const startPipeline = () =>
+    startIngestWithWebhook({
+      config: preventConfig,
+      connectionName: 'test-prevent-webhook',
+      closers,
+    });
 
   it('registers the preset, runs Prevent on the update and delivers signed recommendations; no identifier reaches the service', async () => {
     const { h, r, url } = await startPipeline();

@@ -6,23 +6,21 @@ import {
 } from '../../../src/identity/crosswalk-keys.ts';
 import { createLogger } from '../../../src/observability/logger.ts';
 import { PatientAdmin } from '../../../src/privacy/patient-admin.ts';
-import { Partitions } from '../../../src/queues/partitions.ts';
+import type { Partitions } from '../../../src/queues/partitions.ts';
 import { CONCORDANCE_QUERIES } from '../../../src/queues/queue-names.ts';
-import { isolatedRedis } from '../../support/redis.ts';
 import {
-  DELIVERED,
-  fullQuery,
   receipt,
-  seedDelivery,
-  seedQuery,
+  seedDeliveredQuery,
+  seedMessageWithQuery,
   seedReceipt,
   T0,
   TTL_S,
+  twoPartitions,
 } from '../trace/read-seed.ts';
 
 const LOCAL_A = 'MRN-TRACE-ERASE-PLANTED-a1';
 
-let env: Awaited<ReturnType<typeof isolatedRedis>>;
+let env: Awaited<ReturnType<typeof twoPartitions>>['env'];
 let partitions: Partitions;
 let queues: Queue[];
 let admin: PatientAdmin;
@@ -31,8 +29,7 @@ let psidB: string;
 let p: string;
 
 beforeEach(async () => {
-  env = await isolatedRedis();
-  partitions = new Partitions(env.prefix, 2);
+  ({ env, partitions } = await twoPartitions());
   queues = partitions.prefixes.map(
     (prefix) => new Queue(CONCORDANCE_QUERIES, { connection: env.redis, prefix }),
   );
@@ -55,36 +52,14 @@ beforeEach(async () => {
   await seedReceipt(env.redis, p, 'MSG-1', receipt({ psid: psidA, version: 1 }));
   await seedReceipt(env.redis, p, 'MSG-1', receipt({ at: T0 + 1_000, psid: psidB, version: 7 }));
   // MSG-2: A's alone, with a query that went to delivery.
-  await seedReceipt(
-    env.redis,
-    p,
-    'MSG-2',
-    receipt({
-      at: T0 + 2_000,
-      psid: psidA,
-      version: 2,
-      queries: [{ category: 'END002', seq: 1, coalesced: false }],
-    }),
-  );
-  await seedQuery(env.redis, p, psidA, 'END002', 1, fullQuery('EV-A'));
-  await seedDelivery(env.redis, p, 'EV-A', DELIVERED);
+  const query = { category: 'END002', seq: 1 };
+  const msg2 = { at: T0 + 2_000, psid: psidA, version: 2 };
+  await seedMessageWithQuery(env.redis, p, 'MSG-2', msg2, { ...query, eventId: 'EV-A' });
   // A query trace of A no receipt names any more (its receipts trimmed): found by the scan.
-  await seedQuery(env.redis, p, psidA, 'END003', 9, fullQuery('EV-A2'));
-  await seedDelivery(env.redis, p, 'EV-A2', DELIVERED);
+  await seedDeliveredQuery(env.redis, p, psidA, { category: 'END003', seq: 9, eventId: 'EV-A2' });
   // B's own message.
-  await seedReceipt(
-    env.redis,
-    p,
-    'MSG-3',
-    receipt({
-      at: T0 + 3_000,
-      psid: psidB,
-      version: 8,
-      queries: [{ category: 'END002', seq: 1, coalesced: false }],
-    }),
-  );
-  await seedQuery(env.redis, p, psidB, 'END002', 1, fullQuery('EV-B'));
-  await seedDelivery(env.redis, p, 'EV-B', DELIVERED);
+  const msg3 = { at: T0 + 3_000, psid: psidB, version: 8 };
+  await seedMessageWithQuery(env.redis, p, 'MSG-3', msg3, { ...query, eventId: 'EV-B' });
 });
 afterEach(async () => {
   for (const queue of queues) await queue.close();

@@ -1,8 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import {
   QUEUE_VIEW_MESSAGES,
@@ -16,19 +12,7 @@ import {
   startPipelineProcesses,
 } from '../../support/pipeline-processes.ts';
 import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
-
-/** Debian's Chromium (`apt-get install chromium`), driven by playwright-core. */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
+import { chromiumInProfile } from './support/chromium.ts';
 
 const API_KEY = 'messages-chromium-api-key';
 const TOKEN = 'messages-chromium-ingest-token-0123456789';
@@ -42,30 +26,13 @@ const JSON_ID = 'evt-chromium-json-1';
 /** Every kind of step of a message followed to its delivered result, in order. */
 const ALL_STEPS = ['answer', 'patient', 'query', 'submission', 'poll', 'result', 'delivery'];
 
-/** Debian's Chromium in a profile of its own; fails (never skips) when it is not installed. */
-async function launchChromium(profile: string): Promise<BrowserContext> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: this test drives the queue view in Debian's Chromium. Install it with ` +
-        '`apt-get install -y --no-install-recommends chromium` (.ci/run does so when it is missing).',
-    );
-  }
-  return chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-  });
-}
-
 describe('the Messages page in Chromium', () => {
   it('follows an HL7 ADT (with a DG1, over MLLP) and a JSON update through `start` to the webhook: the list finds them, the trace shows every step in order', async () => {
     const closers: (() => unknown)[] = [];
     onTestFinished(async () => {
       for (const close of closers.splice(0)) await close();
     });
-    const profile = mkdtempSync(join(tmpdir(), 'cw-messages-chromium-'));
-    closers.unshift(() => rmSync(profile, { recursive: true, force: true }));
-    const context = await launchChromium(profile);
-    closers.unshift(() => context.close());
+    const context = await chromiumInProfile('messages-chromium', closers);
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
     const receiver = await startWebhookReceiver({ secret, respond: () => 204 });
     closers.unshift(() => receiver.close());

@@ -1,7 +1,3 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { WEBHOOK_DELIVERIES } from '../../../src/delivery/webhook-deliveries-queue.ts';
 import { QUERY_POLLS } from '../../../src/ingest/queue-view/polls-adapter.ts';
@@ -14,43 +10,15 @@ import {
   startQueueViewStack,
   VIEW_TOKEN,
 } from './support/queue-view-stack.ts';
-
-/** Debian's Chromium (`apt-get install chromium`), driven by playwright-core. */
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
-/** Debian's Chromium in a profile of its own; fails (never skips) when it is not installed. */
-async function launchChromium(profile: string): Promise<BrowserContext> {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(
-      `${CHROMIUM} is missing: this test drives the queue view in Debian's Chromium. Install it with ` +
-        '`apt-get install -y --no-install-recommends chromium` (.ci/run does so when it is missing).',
-    );
-  }
-  return chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-  });
-}
+import { chromiumInProfile } from './support/chromium.ts';
 
 describe('queue view in Chromium', () => {
   it('signs in with the queue-view token and shows every queue, the queries and their polls, and the dead letter; without it the page redirects to sign-in and the API answers 401', async () => {
-    const profile = mkdtempSync(join(tmpdir(), 'cw-queue-view-chromium-'));
-    const closers: (() => unknown)[] = [() => rmSync(profile, { recursive: true, force: true })];
+    const closers: (() => unknown)[] = [];
     onTestFinished(async () => {
       for (const close of closers.splice(0)) await close();
     });
-    const context = await launchChromium(profile);
-    closers.unshift(() => context.close());
+    const context = await chromiumInProfile('queue-view-chromium', closers);
     const stack = await startQueueViewStack();
     closers.unshift(() => stack.close());
     const dead = await stack.deadLetter();

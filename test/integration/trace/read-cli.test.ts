@@ -6,39 +6,31 @@ import {
 import { Crosswalk } from '../../../src/identity/crosswalk.ts';
 import { AuditLog } from '../../../src/privacy/audit-log.ts';
 import { auditPatientRef } from '../../../src/privacy/patient-reference.ts';
-import { Partitions } from '../../../src/queues/partitions.ts';
+import type { Partitions } from '../../../src/queues/partitions.ts';
 import { sealTraceRaw } from '../../../src/trace/trace-raw.ts';
 import { cli, jsonOf } from '../cli/support/run-cli.ts';
-import { isolatedRedis, testRedisUrl } from '../../support/redis.ts';
-import {
-  DELIVERED,
-  fullQuery,
-  receipt,
-  seedDelivery,
-  seedQuery,
-  seedReceipt,
-  T0,
-} from './read-seed.ts';
+import { testRedisUrl } from '../../support/redis.ts';
+import { receipt, seedMessageWithQuery, seedReceipt, T0, twoPartitions } from './read-seed.ts';
 
 const LOCAL = 'MRN-TRACE-CLI-PLANTED-0c7d';
 const MESSAGE = `MSH|^~\\&|EPIC|MAIN|||20261120080000||ADT^A08|MSG-1|P|2.5\rPID|1||${LOCAL}`;
 
-let env: Awaited<ReturnType<typeof isolatedRedis>>;
+let env: Awaited<ReturnType<typeof twoPartitions>>['env'];
 let secret: string;
 let psid: string;
 let sealed: string;
 
 beforeEach(async () => {
-  env = await isolatedRedis();
+  let partitions: Partitions;
+  ({ env, partitions } = await twoPartitions());
   secret = generateCrosswalkSecret();
   const keys = deriveCrosswalkKeys(secret);
-  const partitions = new Partitions(env.prefix, 2);
   psid = (await new Crosswalk({ redis: env.redis, prefix: partitions, keys }).resolve(LOCAL))
     .patientServiceId;
   const p = partitions.prefixOf(psid);
   sealed = sealTraceRaw(keys, 'MSG-1', MESSAGE);
-  const queries = [{ category: 'END002', seq: 1, coalesced: false }];
-  await seedReceipt(env.redis, p, 'MSG-1', receipt({ psid, version: 1, queries, raw: sealed }));
+  const query = { category: 'END002', seq: 1, eventId: 'EV-1' };
+  await seedMessageWithQuery(env.redis, p, 'MSG-1', { psid, version: 1, raw: sealed }, query);
   await seedReceipt(
     env.redis,
     p,
@@ -46,8 +38,6 @@ beforeEach(async () => {
     receipt({ at: T0 + 60_000, psid, version: 1, state: 'duplicate' }),
   );
   await seedReceipt(env.redis, p, 'MSG-2', receipt({ at: T0 + 120_000, psid, version: 2 }));
-  await seedQuery(env.redis, p, psid, 'END002', 1, fullQuery('EV-1'));
-  await seedDelivery(env.redis, p, 'EV-1', DELIVERED);
 });
 afterEach(() => env.cleanup());
 

@@ -1,26 +1,23 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Partitions, partitionIndex } from '../../../src/queues/partitions.ts';
+import { partitionIndex, type Partitions } from '../../../src/queues/partitions.ts';
 import { MessageTraceReader } from '../../../src/trace/message-trace-reader.ts';
-import { isolatedRedis } from '../../support/redis.ts';
 import {
-  DELIVERED,
-  fullQuery,
   receipt,
-  seedDelivery,
+  seedDeliveredQuery,
   seedQuery,
   seedReceipt,
   T0,
+  twoPartitions,
 } from './read-seed.ts';
 
-let env: Awaited<ReturnType<typeof isolatedRedis>>;
+let env: Awaited<ReturnType<typeof twoPartitions>>['env'];
 let partitions: Partitions;
 let reader: MessageTraceReader;
 let psidA: string;
 let psidB: string;
 
 beforeEach(async () => {
-  env = await isolatedRedis();
-  partitions = new Partitions(env.prefix, 2);
+  ({ env, partitions } = await twoPartitions());
   reader = new MessageTraceReader({ redis: env.redis, space: partitions });
   psidA = partitions.drawPatientId(0);
   psidB = partitions.drawPatientId(1);
@@ -71,9 +68,8 @@ beforeEach(async () => {
       ],
     }),
   );
-  await seedQuery(env.redis, pa, psidA, 'END002', 1, fullQuery('EV-1', 2));
+  await seedDeliveredQuery(env.redis, pa, psidA, { ...query, eventId: 'EV-1', messages: 2 });
   await seedQuery(env.redis, pa, psidA, 'END003', 2, { opened_at: T0, feed: 'carrier-pigeon' });
-  await seedDelivery(env.redis, pa, 'EV-1', DELIVERED);
   // MSG-R: refused before its patient was known, in the partition its control id hashes to.
   await seedReceipt(
     env.redis,

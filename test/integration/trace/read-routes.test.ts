@@ -1,15 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Partitions } from '../../../src/queues/partitions.ts';
 import { AUTH, startHarness, type Harness } from '../ingest/support/ingest-harness.ts';
-import {
-  DELIVERED,
-  fullQuery,
-  receipt,
-  seedDelivery,
-  seedQuery,
-  seedReceipt,
-  T0,
-} from './read-seed.ts';
+import { seedMessageWithQuery, T0 } from './read-seed.ts';
 
 const ADMIN = 'admin-token-trace-0123456789abcdef';
 const LOCAL = 'MRN-TRACE-ROUTE-PLANTED-4e1f';
@@ -26,19 +18,13 @@ async function seeded(): Promise<{ harness: Harness; psid: string }> {
   const harness = (h = await startHarness({ adminTokens: [ADMIN] }));
   const { patientServiceId: psid } = await harness.crosswalk.resolve(LOCAL);
   const prefix = Partitions.of(harness.config.redis).prefixOf(psid);
-  await seedReceipt(
+  await seedMessageWithQuery(
     harness.inspect,
     prefix,
     'MSG/1 x',
-    receipt({
-      psid,
-      version: 1,
-      queries: [{ category: 'END002', seq: 1, coalesced: false }],
-      raw: 'c2VhbGVkLW1lc3NhZ2U=',
-    }),
+    { psid, version: 1, raw: 'c2VhbGVkLW1lc3NhZ2U=' },
+    { category: 'END002', seq: 1, eventId: 'EV-R' },
   );
-  await seedQuery(harness.inspect, prefix, psid, 'END002', 1, fullQuery('EV-R'));
-  await seedDelivery(harness.inspect, prefix, 'EV-R', DELIVERED);
   return { harness, psid };
 }
 

@@ -1,5 +1,7 @@
+import { Partitions } from '../../../src/queues/partitions.ts';
 import type { RedisClient } from '../../../src/queues/redis-client.ts';
 import type { MessageReceipt } from '../../../src/trace/message-trace.ts';
+import { isolatedRedis } from '../../support/redis.ts';
 
 /**
  * Writes message trace keys exactly as docs/message-trace.md lays them out, with plain Redis
@@ -100,3 +102,46 @@ export const DELIVERED: Record<string, string | number> = {
   webhook_state: 'delivered',
   webhook_ended_at: T0 + 12_000,
 };
+
+/** Redis under a test prefix of its own, and the two partitions the seeded keys are spread over. */
+export async function twoPartitions(): Promise<{
+  env: Awaited<ReturnType<typeof isolatedRedis>>;
+  partitions: Partitions;
+}> {
+  const env = await isolatedRedis();
+  return { env, partitions: new Partitions(env.prefix, 2) };
+}
+
+/** A query of `psid` that went all the way ({@link fullQuery}), its event `eventId` delivered. */
+export async function seedDeliveredQuery(
+  redis: RedisClient,
+  prefix: string,
+  psid: string,
+  query: { category: string; seq: number; eventId: string; messages?: number },
+): Promise<void> {
+  await seedQuery(
+    redis,
+    prefix,
+    psid,
+    query.category,
+    query.seq,
+    fullQuery(query.eventId, query.messages),
+  );
+  await seedDelivery(redis, prefix, query.eventId, DELIVERED);
+}
+
+/**
+ * A message under `controlId` (a {@link receipt} with `over`, its `psid` set) that opened `query`,
+ * and that query gone all the way to its delivered event ({@link seedDeliveredQuery}).
+ */
+export async function seedMessageWithQuery(
+  redis: RedisClient,
+  prefix: string,
+  controlId: string,
+  over: Partial<MessageReceipt> & { psid: string },
+  query: { category: string; seq: number; eventId: string },
+): Promise<void> {
+  const opened = { category: query.category, seq: query.seq, coalesced: false };
+  await seedReceipt(redis, prefix, controlId, receipt({ ...over, queries: [opened] }));
+  await seedDeliveredQuery(redis, prefix, over.psid, query);
+}

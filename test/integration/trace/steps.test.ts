@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.ts';
 import type { ResultEvent } from '../../../src/interface/result-event.ts';
-import { workerConnection } from '../../../src/queues/redis-connections.ts';
 import {
   DeliveryTraceSchema,
   QueryTraceSchema,
@@ -10,10 +8,14 @@ import {
   type QueryTrace,
 } from '../../../src/trace/message-trace.ts';
 import { deliveryTraceKey, queryTraceKey } from '../../../src/trace/trace-keys.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
+import type { WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import { eventually } from '../../support/eventually.ts';
-import { PipelineHarness, sampleRecord, testConfig } from '../../support/pipeline-harness.ts';
-import { quickWebhook } from '../../support/pipeline-webhook.ts';
+import { sampleRecord, testConfig, type PipelineHarness } from '../../support/pipeline-harness.ts';
+import {
+  quickWebhook,
+  startIngestWithWebhook,
+  type IngestWithWebhook,
+} from '../../support/pipeline-webhook.ts';
 
 const TOKEN = 'trace-steps-test-ingest-token-0123456789';
 const CATEGORY = 'END002';
@@ -43,30 +45,15 @@ describe('the message trace of a query, step by step (ingest → queries → web
     };
   }
 
-  async function start(): Promise<{ h: PipelineHarness; r: WebhookReceiver; url: string }> {
-    const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  function start(): Promise<IngestWithWebhook> {
     // The first attempt fails: the webhook's retry is in the trace too.
     let answered = 0;
-    const r = await startWebhookReceiver({ secret, respond: () => (answered++ === 0 ? 503 : 204) });
-    closers.push(() => r.close());
-    const h = await PipelineHarness.start({ config: traceConfig(r, secret) });
-    closers.unshift(() => h.close());
-    const routing = h.app.deliveryRouter(h.redis);
-    closers.unshift(() => routing.close());
-    const connection = workerConnection(h.endpoint, 'test-trace-webhook');
-    closers.push(async () => connection.disconnect());
-    for (const p of h.partitions.prefixes.keys()) {
-      const webhook = await h.app.webhookDeliveries(connection, p);
-      closers.unshift(async () => {
-        await webhook.worker.close();
-        await webhook.queue.close();
-      });
-    }
-    await h.startWorker(undefined, undefined, routing.router);
-    const ingest = await h.app.ingestApp(h.app.ingestParts());
-    closers.unshift(() => ingest.close());
-    const url = await ingest.listen({ port: 0, host: '127.0.0.1' });
-    return { h, r, url };
+    return startIngestWithWebhook({
+      config: traceConfig,
+      connectionName: 'test-trace-webhook',
+      closers,
+      respond: () => (answered++ === 0 ? 503 : 204),
+    });
   }
 
   async function feedCount(h: PipelineHarness, stage: string): Promise<number> {

@@ -2,14 +2,16 @@
   The message trace of one commit (docs/message-trace.md): once commit_one answered a final
   outcome (ok, unchanged, duplicate), the message's receipt is completed from it and recorded, and
   each query it opened or joined has its trace hash written (opened_at and feed the first time,
-  messages counted). Outcomes the caller retries or refuses (stale, retired, conflict, missing)
+  messages counted, and tp: the traceparent of the ingest span of the first message that had one,
+  which the workers' spans continue). Outcomes the caller retries or refuses (stale, retired, conflict, missing)
   write nothing.
 
   commitReceipt(result, keys, argv, psid):
   - result: commit_one's answer
   - keys: {receipts list, patient index, recent set} (see recordReceipt)
   - argv: {receipt head JSON ('' for no receipt: nothing is written), control id, feed, ttl (s),
-    max receipts, now (epoch ms), partition prefix}
+    max receipts, now (epoch ms), partition prefix, traceparent ('' for none: tracing off or the
+    trace not sampled)}
   - psid: the patient service id
   The receipt head is a JSON object without state, psid, version and queries: they are appended.
 ]]
@@ -34,6 +36,7 @@ local function commitReceipt(result, keys, argv, psid)
       redis.call('HSETNX', q_key, 'opened_at', argv[6])
       redis.call('HSETNX', q_key, 'feed', argv[3])
       redis.call('HINCRBY', q_key, 'messages', 1)
+      if argv[8] ~= nil and argv[8] ~= '' then redis.call('HSETNX', q_key, 'tp', argv[8]) end
       touchTrace(q_key, argv[4])
     end
     if #queries > 0 then state = 'queued' else state = 'stored' end

@@ -5,16 +5,15 @@ import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
-import { loadConfig } from '../../../../src/config/load-config.ts';
 import type { Crosswalk } from '../../../../src/identity/crosswalk.ts';
 import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
 import type { PatientAdmin } from '../../../../src/privacy/patient-admin.ts';
 import { App } from '../../../../src/app/compose-app.ts';
-import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { RecordStore } from '../../../../src/records/record-store.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
-import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+import { isolatedIngestConfig } from '../../../support/ingest-test-config.ts';
+import { testRedisUrl } from '../../../support/redis.ts';
 import { PUBLIC_FIXTURES } from '../../../support/public-fixtures.ts';
 
 export const TOKEN = 'hl7v2-test-token-0123456789';
@@ -81,15 +80,7 @@ export interface HarnessOptions {
  * a fresh crosswalk key: the MLLP server on a free port and the HTTP app.
  */
 export async function startHl7v2Harness(options: HarnessOptions = {}): Promise<Hl7v2Harness> {
-  const env = await isolatedRedis();
-  const loaded = loadConfig({
-    env: {
-      INGEST_TOKENS: TOKEN,
-      REDIS_PREFIX: env.prefix,
-      LOG_LEVEL: 'trace',
-      CROSSWALK_KEY: generateCrosswalkSecret(),
-    },
-  });
+  const { env, loaded } = await isolatedIngestConfig(TOKEN);
   const config: Config = {
     ...loaded,
     hl7v2: {

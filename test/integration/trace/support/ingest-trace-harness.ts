@@ -3,15 +3,14 @@ import type { FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { App } from '../../../../src/app/compose-app.ts';
 import type { Config } from '../../../../src/config/config-schema.ts';
-import { loadConfig } from '../../../../src/config/load-config.ts';
-import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import { startMllpServer, type MllpServer } from '../../../../src/ingest/hl7v2/mllp-server.ts';
 import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { requestConnection } from '../../../../src/queues/redis-connections.ts';
 import type { MessageReceipt } from '../../../../src/trace/message-trace.ts';
 import { MessageReceiptSchema } from '../../../../src/trace/message-trace.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
-import { isolatedRedis, testRedisUrl } from '../../../support/redis.ts';
+import { isolatedIngestConfig } from '../../../support/ingest-test-config.ts';
+import { testRedisUrl } from '../../../support/redis.ts';
 import { redisKeys } from '../../../support/scan-redis.ts';
 
 export const TOKEN = 'trace-test-token-0123456789';
@@ -44,15 +43,7 @@ export interface TraceHarness {
 export async function startTraceHarness(
   options: { trace?: Partial<Config['trace']>; fhir?: Partial<Config['fhir']> } = {},
 ): Promise<TraceHarness> {
-  const env = await isolatedRedis();
-  const loaded = loadConfig({
-    env: {
-      INGEST_TOKENS: TOKEN,
-      REDIS_PREFIX: env.prefix,
-      LOG_LEVEL: 'trace',
-      CROSSWALK_KEY: generateCrosswalkSecret(),
-    },
-  });
+  const { env, loaded } = await isolatedIngestConfig(TOKEN);
   const config: Config = {
     ...loaded,
     hl7v2: { ...loaded.hl7v2, mllp: { ...loaded.hl7v2.mllp, host: '127.0.0.1' } },

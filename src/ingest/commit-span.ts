@@ -1,0 +1,58 @@
+import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { injectTraceparent, sampledTraceId } from '../observability/tracing/trace-context.ts';
+import type { KeySpace } from '../queues/partitions.ts';
+
+/** The span around a commit script's call (docs/opentelemetry.md): a constant name. */
+export const COMMIT_SPAN = 'redis.commit';
+
+/** The partition of a patient's keys (0 with a single prefix). */
+export function partitionOf(space: KeySpace, patientServiceId: string): number {
+  return typeof space === 'string' ? 0 : space.indexOf(patientServiceId);
+}
+
+/**
+ * The `traceparent` of the message's active ingest span, to keep with the queries it opens (the
+ * query trace's `tp`): only when tracing is on and the trace sampled, else '' (nothing is kept).
+ */
+export function queryTraceparent(tracer: Tracer | undefined): string {
+  if (tracer === undefined || sampledTraceId() === null) return '';
+  return injectTraceparent() ?? '';
+}
+
+/**
+ * Runs `call` (one commit script call) inside a `redis.commit` internal span, a child of the
+ * active span, with `db.system.name`, `db.operation.name` (the script), `cw.partition` and the
+ * outcome (`cw.outcome`: the script's answer). Without a tracer (tracing off) it only runs `call`.
+ */
+export async function inCommitSpan<T>(
+  tracer: Tracer | undefined,
+  at: { operation: string; partition: number },
+  call: () => Promise<T>,
+  outcomeOf: (result: T) => string,
+): Promise<T> {
+  if (tracer === undefined) return call();
+  return tracer.startActiveSpan(
+    COMMIT_SPAN,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        'db.system.name': 'redis',
+        'db.operation.name': at.operation,
+        'cw.partition': at.partition,
+      },
+    },
+    async (span) => {
+      try {
+        const result = await call();
+        span.setAttribute('cw.outcome', outcomeOf(result));
+        return result;
+      } catch (err) {
+        span.setAttribute('error.type', err instanceof Error ? err.name : 'unknown');
+        span.setStatus({ code: SpanStatusCode.ERROR });
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
