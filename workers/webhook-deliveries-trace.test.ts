@@ -1,31 +1,17 @@
-import { randomUUID } from 'node:crypto';
-import { DelayedError, Queue, Worker, type Job } from 'bullmq';
-import pino from 'pino';
+import { DelayedError } from 'bullmq';
 import { Registry } from 'prom-client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DeadLetterStore } from '../src/delivery/dead-letter-store.ts';
-import { WebhookClient } from '../src/delivery/webhook-client.ts';
-import {
-  WEBHOOK_DELIVERIES,
-  type WebhookJobData,
-} from '../src/delivery/webhook-deliveries-queue.ts';
-import { WebhookDeliveryJobs } from '../src/delivery/webhook-delivery-jobs.ts';
-import { queryKeyOf, WebhookDeliveryStore } from '../src/delivery/webhook-delivery-store.ts';
-import { WebhookSigner } from '../src/delivery/webhook-signer.ts';
-import { deriveCrosswalkKeys, generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
 import type { ResultEvent } from '../src/interface/result-event.ts';
 import { FeedMetrics } from '../src/observability/feed-metrics.ts';
 import { deliveryTraceKey } from '../src/trace/trace-keys.ts';
-import { makeEvent, newSecret } from '../test/integration/delivery/delivery-fixture.ts';
-import { isolatedRedis } from '../test/support/redis.ts';
-import { startWebhookReceiver, type WebhookReceiver } from '../tools/webhook-receiver.ts';
+import { makeEvent } from '../test/integration/delivery/delivery-fixture.ts';
+import { WebhookJobRig } from '../test/support/webhook-job-rig.ts';
 import {
   webhookDeliveryProcessor,
   type WebhookDeliveryParts,
   type WebhookJobResult,
 } from './webhook-deliveries.ts';
 
-type WebhookJob = Job<WebhookJobData, WebhookJobResult>;
 const TTL_S = 7 * 86_400;
 const FEED = 'fhir';
 
@@ -35,69 +21,28 @@ const FEED = 'fhir';
  * Real BullMQ jobs, real Redis, a real receiver, as in webhook-deliveries.test.ts.
  */
 describe('the delivery trace of the webhook (real jobs, Redis and receiver)', () => {
-  let env: Awaited<ReturnType<typeof isolatedRedis>>;
-  let receiver: WebhookReceiver;
+  let rig: WebhookJobRig;
+  let env: WebhookJobRig['env'];
   let statuses: number[];
-  let queue: Queue<WebhookJobData>;
-  let worker: Worker<WebhookJobData, WebhookJobResult>;
   let registry: Registry;
-  let secret: string;
   let clock: number;
 
   beforeEach(async () => {
-    env = await isolatedRedis();
-    secret = newSecret();
     statuses = [];
-    receiver = await startWebhookReceiver({ secret, respond: () => statuses.shift() ?? 204 });
-    queue = new Queue(WEBHOOK_DELIVERIES, { connection: env.redis, prefix: env.prefix });
-    worker = new Worker(WEBHOOK_DELIVERIES, null, {
-      connection: env.redis,
-      prefix: env.prefix,
-      autorun: false,
-    });
+    rig = await WebhookJobRig.start(() => statuses.shift() ?? 204);
+    env = rig.env;
     registry = new Registry();
     clock = Date.now();
   });
-  afterEach(async () => {
-    await worker.close(true);
-    await queue.close();
-    await receiver.close();
-    await env.cleanup();
-  });
+  afterEach(() => rig.close());
 
-  function parts(ttl: number): WebhookDeliveryParts {
-    const keys = deriveCrosswalkKeys(generateCrosswalkSecret());
-    const store = new WebhookDeliveryStore({
-      redis: env.redis,
-      prefix: env.prefix,
-      keys,
-      traceTtlS: ttl,
-    });
-    return {
-      store,
-      jobs: new WebhookDeliveryJobs(queue, store),
-      client: new WebhookClient({ url: receiver.url }),
-      signer: new WebhookSigner(secret),
-      deadLetters: new DeadLetterStore({ redis: env.redis, prefix: env.prefix, keys }),
-      logger: pino({ level: 'silent' }),
-      feeds: new FeedMetrics(registry),
-      maxAgeMs: 120_000,
-      backoff: { firstDelayMs: 60_000, maxDelayMs: 3_600_000, jitter: 0 },
-      parkMs: 300_000,
-      now: () => clock,
-      random: () => 0.5,
-    };
-  }
-
-  async function handOver(p: WebhookDeliveryParts, event: ResultEvent): Promise<void> {
-    const { job } = await p.store.enqueue(event, clock);
-    await p.jobs.add(event.id, queryKeyOf(event), job);
-  }
+  const parts = (ttl: number): WebhookDeliveryParts =>
+    rig.parts({ traceTtlS: ttl, feeds: new FeedMetrics(registry), now: () => clock });
+  const handOver = (p: WebhookDeliveryParts, event: ResultEvent) => rig.handOver(p, event, clock);
 
   /** Takes the next waiting job as the worker would, and runs it. */
   async function runNext(p: WebhookDeliveryParts): Promise<WebhookJobResult | Error> {
-    const token = randomUUID();
-    const job = (await worker.getNextJob(token, { block: false })) as WebhookJob;
+    const { job, token } = await rig.next();
     return webhookDeliveryProcessor(p)(job, token).catch(async (err: unknown) => {
       // A retry waits out its backoff: brought forward, as the test does not wait.
       if (err instanceof DelayedError) await job.promote();

@@ -46,12 +46,13 @@ export class WebhookSpans {
   ): Promise<T> {
     return this.#tracer.startActiveSpan(
       'webhook.deliver',
-      {
-        kind: SpanKind.CLIENT,
-        attributes: { ...this.#common, 'cw.delivery.attempt': attempt },
-      },
+      { kind: SpanKind.CLIENT },
       extractTraceparent(parent),
       async (span) => {
+        // Attributes only on a span that records (most are unsampled).
+        if (span.isRecording()) {
+          span.setAttributes({ ...this.#common, 'cw.delivery.attempt': attempt });
+        }
         try {
           return await fn(span, sampledTraceId() === null ? undefined : injectTraceparent());
         } catch (err) {

@@ -1,5 +1,9 @@
 import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
-import { injectTraceparent, sampledTraceId } from '../observability/tracing/trace-context.ts';
+import {
+  injectTraceparent,
+  sampledTraceId,
+  unsampledLocalSpan,
+} from '../observability/tracing/trace-context.ts';
 import type { KeySpace } from '../queues/partitions.ts';
 
 /** The span around a commit script's call (docs/opentelemetry.md): a constant name. */
@@ -30,29 +34,28 @@ export async function inCommitSpan<T>(
   call: () => Promise<T>,
   outcomeOf: (result: T) => string,
 ): Promise<T> {
-  if (tracer === undefined) return call();
-  return tracer.startActiveSpan(
-    COMMIT_SPAN,
-    {
-      kind: SpanKind.INTERNAL,
-      attributes: {
+  // Off, or under an unsampled request span (most requests): no span would be recorded.
+  if (tracer === undefined || unsampledLocalSpan() !== undefined) return call();
+  return tracer.startActiveSpan(COMMIT_SPAN, { kind: SpanKind.INTERNAL }, async (span) => {
+    // Attributes only on a span that records (most are unsampled).
+    const recording = span.isRecording();
+    if (recording) {
+      span.setAttributes({
         'db.system.name': 'redis',
         'db.operation.name': at.operation,
         'cw.partition': at.partition,
-      },
-    },
-    async (span) => {
-      try {
-        const result = await call();
-        span.setAttribute('cw.outcome', outcomeOf(result));
-        return result;
-      } catch (err) {
-        span.setAttribute('error.type', err instanceof Error ? err.name : 'unknown');
-        span.setStatus({ code: SpanStatusCode.ERROR });
-        throw err;
-      } finally {
-        span.end();
-      }
-    },
-  );
+      });
+    }
+    try {
+      const result = await call();
+      if (recording) span.setAttribute('cw.outcome', outcomeOf(result));
+      return result;
+    } catch (err) {
+      span.setAttribute('error.type', err instanceof Error ? err.name : 'unknown');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw err;
+    } finally {
+      span.end();
+    }
+  });
 }

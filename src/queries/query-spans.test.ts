@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { context, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpReceiver, type OtlpReceiver } from '../../test/support/otlp-receiver.ts';
 import { startTracing, type TracingHandle } from '../observability/tracing/start-tracing.ts';
@@ -120,6 +121,23 @@ describe('QuerySpans', () => {
     });
     expect(ran).toBe(true);
     expect(await spanOf('cgs.poll', traceId)).toEqual([]);
+  });
+
+  it('starts no cgs.submit under an unsampled job span: hands that span’s traceparent on', async () => {
+    const traceId = hex(16);
+    const consumer = trace.wrapSpanContext({
+      traceId,
+      spanId: hex(8),
+      traceFlags: TraceFlags.NONE,
+    });
+    const handed = await context.with(trace.setSpan(ROOT_CONTEXT, consumer), () =>
+      spans.submit({ ccsrCategory: 'END002', seq: 2 }, undefined, (span, traceparent) => {
+        expect(span.isRecording()).toBe(false);
+        return Promise.resolve(traceparent);
+      }),
+    );
+    expect(handed).toBe(`00-${traceId}-${consumer.spanContext().spanId}-00`);
+    expect(await spanOf('cgs.submit', traceId)).toEqual([]);
   });
 
   it('noteServiceAnswer touches only a service call’s span', async () => {

@@ -10,7 +10,11 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import { extractTraceparent, injectTraceparent } from '../observability/tracing/trace-context.ts';
+import {
+  extractTraceparent,
+  injectTraceparent,
+  unsampledLocalSpan,
+} from '../observability/tracing/trace-context.ts';
 
 /**
  * The client spans of a query's calls to the Clinical Graph Service (docs/opentelemetry.md):
@@ -133,7 +137,7 @@ export class QuerySpans {
         : [];
     return this.#run(
       'cgs.submit',
-      { ...this.#attributes(query), 'http.request.method': 'POST' },
+      () => ({ ...this.#attributes(query), 'http.request.method': 'POST' }),
       parent,
       links,
       fn,
@@ -152,7 +156,11 @@ export class QuerySpans {
   ): Promise<T> {
     return this.#run(
       'cgs.poll',
-      { ...this.#attributes(query), 'http.request.method': 'GET', 'cw.poll.attempt': attempt },
+      () => ({
+        ...this.#attributes(query),
+        'http.request.method': 'GET',
+        'cw.poll.attempt': attempt,
+      }),
       extractTraceparent(traceparent),
       [],
       (span) => fn(span),
@@ -165,16 +173,24 @@ export class QuerySpans {
 
   #run<T>(
     name: string,
-    attributes: Attributes,
+    attributes: () => Attributes,
     parent: ReturnType<typeof contextApi.active>,
     links: Link[],
     fn: (span: Span, traceparent: string | undefined) => Promise<T>,
   ): Promise<T> {
+    // Under a local unsampled span (the job's unsampled consumer span), a child would not be
+    // recorded either: `fn` runs under that span, and the `traceparent` kept for the polls is its
+    // (unsampled, so that the polls are not sampled either).
+    const unsampled = unsampledLocalSpan(parent);
+    if (unsampled !== undefined) return fn(unsampled, injectTraceparent(parent));
     return this.#tracer.startActiveSpan(
       name,
-      { kind: SpanKind.CLIENT, attributes, links },
+      { kind: SpanKind.CLIENT, links },
       parent.setValue(SERVICE_CALL, true),
       async (span) => {
+        // Built and set only for a span that records: most are unsampled (no samplers of ours
+        // look at attributes, so they need not be there at the start).
+        if (span.isRecording()) span.setAttributes(attributes());
         try {
           // Kept sampled or not, so that the polls follow the submission's sampling decision.
           return await fn(span, injectTraceparent());

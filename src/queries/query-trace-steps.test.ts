@@ -6,20 +6,17 @@ import {
   CATEGORY,
   DEBOUNCE_MS,
   PortFailure,
-  RULES,
   SCHEDULE,
   SubmissionFixture,
 } from '../../test/support/submission-fixture.ts';
+import { stepPoller, stepSubmission } from '../../test/support/query-step-parts.ts';
 import { FeedMetrics } from '../observability/feed-metrics.ts';
 import { deliveryTraceKey, queryTraceKey } from '../trace/trace-keys.ts';
-import { LatencyProfiles } from './latency-profiles.ts';
 import { OutboxRelay } from './outbox-relay.ts';
-import { PollScheduler } from './poll-scheduler.ts';
-import { holdKey, PollSet } from './poll-set.ts';
+import type { PollScheduler } from './poll-scheduler.ts';
 import type { PollAnswer } from './query-lifecycle.ts';
 import { submissionJobId } from './query-job.ts';
-import { QuerySubmission } from './query-submission.ts';
-import { SubmissionStore } from './submission-store.ts';
+import type { QuerySubmission } from './query-submission.ts';
 
 const TTL_S = 7 * 86_400;
 const FEED = 'hl7v2-mllp';
@@ -57,63 +54,12 @@ describe('the query trace, step by step (real Redis)', () => {
     return psid;
   }
 
-  function submission(ttl: number): QuerySubmission {
-    const { env } = fx;
-    const polls = new PollSet({
-      redis: env.redis,
-      prefix: env.prefix,
-      holdKey: holdKey(env.prefix),
-      pauseKey: `${env.prefix}:paused`,
+  const submission = (ttl: number) => stepSubmission(fx, { ttl, feeds: new FeedMetrics(registry) });
+  const poller = (ttl: number) =>
+    stepPoller(fx, {
+      ttl,
+      poll: async (remoteJobId) => answers.get(remoteJobId) ?? { kind: 'pending' },
     });
-    return new QuerySubmission({
-      store: new SubmissionStore(env.redis, env.prefix, ttl),
-      ports: {
-        ...fx.ports,
-        submitted: (query, remote, firstPollAt) =>
-          fx.stack.state.markSubmitted(
-            query.patientServiceId,
-            query.ccsrCategory,
-            query.seq,
-            remote,
-            firstPollAt,
-            ttl,
-          ),
-      },
-      profiles: new LatencyProfiles({ source: polls, now: () => fx.clock }),
-      rules: RULES,
-      schedule: SCHEDULE,
-      demographicsWaitS: 60,
-      logger: silent,
-      feeds: new FeedMetrics(registry),
-      now: () => fx.clock,
-    });
-  }
-
-  function poller(ttl: number): PollScheduler {
-    const { env } = fx;
-    const polls = new PollSet({
-      redis: env.redis,
-      prefix: env.prefix,
-      holdKey: holdKey(env.prefix),
-      pauseKey: `${env.prefix}:paused`,
-      traceTtlS: ttl,
-    });
-    return new PollScheduler({
-      polls,
-      ports: {
-        poll: async (remoteJobId) => answers.get(remoteJobId) ?? { kind: 'pending' },
-        localIdOf: async (psid) => `local-${psid}`,
-        deliver: async (events) => void fx.delivered.push(events),
-        pauseForAuth: async () => undefined,
-      },
-      profiles: new LatencyProfiles({ source: polls, now: () => fx.clock }),
-      rules: RULES,
-      schedule: SCHEDULE,
-      polling: { interval_ms: 10, batch: 10, concurrency: 10, lease_ms: 30_000 },
-      logger: silent,
-      now: () => fx.clock,
-    });
-  }
 
   const run = (s: QuerySubmission, psid: string) =>
     s.run(fx.query(psid), fx.clock, new AbortController().signal);

@@ -1,25 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import pino from 'pino';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startOtlpReceiver, type OtlpReceiver } from '../../test/support/otlp-receiver.ts';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { otlpTracingForSuite } from '../../test/support/otlp-tracing.ts';
+import { stepPoller, stepSubmission } from '../../test/support/query-step-parts.ts';
 import {
   CATEGORY,
   DEBOUNCE_MS,
-  RULES,
   SCHEDULE,
   SubmissionFixture,
 } from '../../test/support/submission-fixture.ts';
-import { startTracing, type TracingHandle } from '../observability/tracing/start-tracing.ts';
 import { deliveryTraceKey, queryTraceKey } from '../trace/trace-keys.ts';
-import { LatencyProfiles } from './latency-profiles.ts';
-import { PollScheduler } from './poll-scheduler.ts';
-import { holdKey, PollSet } from './poll-set.ts';
 import { QuerySpans } from './query-spans.ts';
-import { QuerySubmission } from './query-submission.ts';
-import { SubmissionStore } from './submission-store.ts';
 
 const TTL_S = 3_600;
-const silent = pino({ level: 'silent' });
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
 /**
@@ -30,86 +22,16 @@ const hex = (bytes: number) => randomBytes(bytes).toString('hex');
  * child. Without tracing, nothing of it is written.
  */
 describe('a query’s trace context (real Redis, OTLP receiver)', () => {
-  let otlp: OtlpReceiver;
-  let tracing: TracingHandle;
+  const suite = otlpTracingForSuite();
   let fx: SubmissionFixture;
 
-  beforeAll(async () => {
-    otlp = await startOtlpReceiver();
-    tracing = await startTracing({
-      env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_TRACES_SAMPLER: 'parentbased_always_on' },
-    });
-  });
-  afterAll(async () => {
-    await tracing.shutdown();
-    await otlp.close();
-  });
   beforeEach(async () => {
     fx = await SubmissionFixture.create();
   });
   afterEach(() => fx.cleanup());
 
   const spansOf = (on: boolean) =>
-    on ? new QuerySpans({ tracer: tracing.tracer, partition: 0 }) : undefined;
-
-  function submission(spans: QuerySpans | undefined): QuerySubmission {
-    const { env } = fx;
-    const polls = new PollSet({
-      redis: env.redis,
-      prefix: env.prefix,
-      holdKey: holdKey(env.prefix),
-      pauseKey: `${env.prefix}:paused`,
-    });
-    return new QuerySubmission({
-      store: new SubmissionStore(env.redis, env.prefix, TTL_S),
-      ports: {
-        ...fx.ports,
-        submitted: (query, remote, firstPollAt) =>
-          fx.stack.state.markSubmitted(
-            query.patientServiceId,
-            query.ccsrCategory,
-            query.seq,
-            remote,
-            firstPollAt,
-            TTL_S,
-          ),
-      },
-      profiles: new LatencyProfiles({ source: polls, now: () => fx.clock }),
-      rules: RULES,
-      schedule: SCHEDULE,
-      demographicsWaitS: 60,
-      logger: silent,
-      spans,
-      now: () => fx.clock,
-    });
-  }
-
-  function poller(spans: QuerySpans | undefined): PollScheduler {
-    const { env } = fx;
-    const polls = new PollSet({
-      redis: env.redis,
-      prefix: env.prefix,
-      holdKey: holdKey(env.prefix),
-      pauseKey: `${env.prefix}:paused`,
-      traceTtlS: TTL_S,
-    });
-    return new PollScheduler({
-      polls,
-      ports: {
-        poll: async () => ({ kind: 'pending' }),
-        localIdOf: async (psid) => `local-${psid}`,
-        deliver: async (events) => void fx.delivered.push(events),
-        pauseForAuth: async () => undefined,
-      },
-      profiles: new LatencyProfiles({ source: polls, now: () => fx.clock }),
-      rules: RULES,
-      schedule: SCHEDULE,
-      polling: { interval_ms: 10, batch: 10, concurrency: 10, lease_ms: 30_000 },
-      logger: silent,
-      spans,
-      now: () => fx.clock,
-    });
-  }
+    on ? new QuerySpans({ tracer: suite.tracing.tracer, partition: 0 }) : undefined;
 
   /** Opens a query whose trace keeps `tp` as the commit script writes it. */
   async function open(mrn: string, tp: string | undefined): Promise<string> {
@@ -121,13 +43,13 @@ describe('a query’s trace context (real Redis, OTLP receiver)', () => {
 
   async function submitAndPoll(psid: string, spans: QuerySpans | undefined) {
     fx.clock += DEBOUNCE_MS;
-    const step = await submission(spans).run(
+    const step = await stepSubmission(fx, { ttl: TTL_S, spans }).run(
       fx.query(psid),
       fx.clock,
       new AbortController().signal,
     );
     expect(step.kind).toBe('submitted');
-    const p = poller(spans);
+    const p = stepPoller(fx, { ttl: TTL_S, spans });
     fx.clock += SCHEDULE.firstDelayMs;
     await p.tick();
     await p.settled();
@@ -141,9 +63,9 @@ describe('a query’s trace context (real Redis, OTLP receiver)', () => {
     const ingest = hex(8);
     const psid = await open('MRN-TRACED', `00-${traceId}-${ingest}-01`);
     const { remote, deliveryTrace } = await submitAndPoll(psid, spansOf(true));
-    await tracing.flush();
-    const [submit] = otlp.named('cgs.submit').filter((s) => s.traceId === traceId);
-    const [poll] = otlp.named('cgs.poll').filter((s) => s.traceId === traceId);
+    await suite.tracing.flush();
+    const [submit] = suite.otlp.named('cgs.submit').filter((s) => s.traceId === traceId);
+    const [poll] = suite.otlp.named('cgs.poll').filter((s) => s.traceId === traceId);
     expect(submit).toMatchObject({ parentSpanId: ingest });
     expect(submit?.attributes).toMatchObject({ 'cw.outcome': 'submitted', 'cw.query.seq': 1 });
     const own = `00-${traceId}-${submit?.spanId}-01`;

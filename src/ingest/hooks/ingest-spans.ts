@@ -58,22 +58,21 @@ export function installIngestSpans(app: FastifyInstance, tracer: Tracer): void {
         typeof header === 'string' ? header : undefined,
         ROOT_CONTEXT,
       );
-      spans.set(
-        request,
-        tracer.startSpan(
-          `${request.method} ${route}`,
-          {
-            kind: SpanKind.SERVER,
-            attributes: {
-              'http.request.method': request.method,
-              'http.route': route,
-              'url.scheme': request.protocol,
-              'cw.feed': feed,
-            },
-          },
-          parent,
-        ),
+      const span = tracer.startSpan(
+        `${request.method} ${route}`,
+        { kind: SpanKind.SERVER },
+        parent,
       );
+      // Attributes only on a span that records (most are unsampled).
+      if (span.isRecording()) {
+        span.setAttributes({
+          'http.request.method': request.method,
+          'http.route': route,
+          'url.scheme': request.protocol,
+          'cw.feed': feed,
+        });
+      }
+      spans.set(request, span);
     }
     done();
   });
@@ -84,7 +83,7 @@ export function installIngestSpans(app: FastifyInstance, tracer: Tracer): void {
       return;
     }
     const body: unknown = request.body;
-    if (Array.isArray(body)) span.setAttribute('cw.batch.size', body.length);
+    if (Array.isArray(body) && span.isRecording()) span.setAttribute('cw.batch.size', body.length);
     // The handler runs from here on: in the span's context.
     context.with(trace.setSpan(context.active(), span), done);
   });

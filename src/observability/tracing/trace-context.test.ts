@@ -1,6 +1,11 @@
 import { context, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { extractTraceparent, injectTraceparent, sampledTraceId } from './trace-context.ts';
+import {
+  extractTraceparent,
+  injectTraceparent,
+  sampledTraceId,
+  unsampledLocalSpan,
+} from './trace-context.ts';
 
 const SAMPLED = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 const NOT_SAMPLED = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00';
@@ -54,5 +59,17 @@ describe('traceparent', () => {
     );
     expect(sampledTraceId(extractTraceparent(NOT_SAMPLED, ROOT_CONTEXT))).toBeNull();
     expect(sampledTraceId(ROOT_CONTEXT)).toBeNull();
+  });
+
+  it('names a local unsampled span only (under which a child span may be skipped)', () => {
+    const ids = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' };
+    const local = trace.wrapSpanContext({ ...ids, traceFlags: TraceFlags.NONE });
+    expect(unsampledLocalSpan(trace.setSpan(ROOT_CONTEXT, local))).toBe(local);
+    const sampled = trace.wrapSpanContext({ ...ids, traceFlags: TraceFlags.SAMPLED });
+    expect(unsampledLocalSpan(trace.setSpan(ROOT_CONTEXT, sampled))).toBeUndefined();
+    // A remote parent is left to the sampler (`always_on` samples under an unsampled one).
+    expect(unsampledLocalSpan(extractTraceparent(NOT_SAMPLED, ROOT_CONTEXT))).toBeUndefined();
+    expect(unsampledLocalSpan(ROOT_CONTEXT)).toBeUndefined();
+    expect(unsampledLocalSpan()).toBeUndefined();
   });
 });

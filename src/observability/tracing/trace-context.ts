@@ -4,6 +4,7 @@ import {
   trace,
   TraceFlags,
   type Context,
+  type Span,
 } from '@opentelemetry/api';
 import { z } from 'zod';
 
@@ -15,9 +16,8 @@ import { z } from 'zod';
  */
 
 /** `00-<32 hex trace id>-<16 hex span id>-<2 hex flags>`, lower case, ids not all zero. */
-export const traceparentSchema = z
-  .string()
-  .regex(/^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/);
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+export const traceparentSchema = z.string().regex(TRACEPARENT);
 
 /** The `traceparent` of the span active in `ctx`, or undefined when it has none (tracing off). */
 export function injectTraceparent(ctx: Context = contextApi.active()): string | undefined {
@@ -36,13 +36,15 @@ export function extractTraceparent(
   traceparent: string | undefined | null,
   base: Context = contextApi.active(),
 ): Context {
-  const parsed = traceparentSchema.safeParse(traceparent?.trim().toLowerCase());
-  if (!parsed.success) return base;
-  const [, traceId = '', spanId = '', flags = '00'] = parsed.data.split('-');
+  // On every request, job and poll: a plain pattern test (what traceparentSchema checks), no
+  // zod parse, whose failure (no header, the common case) builds an error.
+  if (typeof traceparent !== 'string' || traceparent === '') return base;
+  const value = traceparent.trim().toLowerCase();
+  if (!TRACEPARENT.test(value)) return base;
   return trace.setSpanContext(base, {
-    traceId,
-    spanId,
-    traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED,
+    traceId: value.slice(3, 35),
+    spanId: value.slice(36, 52),
+    traceFlags: Number.parseInt(value.slice(53, 55), 16) & TraceFlags.SAMPLED,
     isRemote: true,
   });
 }
@@ -55,4 +57,19 @@ export function sampledTraceId(ctx: Context = contextApi.active()): string | nul
   const spanContext = trace.getSpanContext(ctx);
   if (spanContext === undefined || !isSpanContextValid(spanContext)) return null;
   return (spanContext.traceFlags & TraceFlags.SAMPLED) === 0 ? null : spanContext.traceId;
+}
+
+/**
+ * The span active in `ctx` when it is a local span that is not recorded (its trace not sampled),
+ * else undefined. A child of such a span is never sampled by any sampler OTEL_TRACES_SAMPLER can
+ * name (the parent-based ones follow the parent; `traceidratio` decides by the trace id, the same
+ * for parent and child; `always_on` would have sampled the parent; `always_off` samples nothing),
+ * so a hot path may skip starting one: nothing it would record is lost.
+ */
+export function unsampledLocalSpan(ctx: Context = contextApi.active()): Span | undefined {
+  const span = trace.getSpan(ctx);
+  if (span === undefined || span.isRecording()) return undefined;
+  const spanContext = span.spanContext();
+  if (spanContext.isRemote === true || !isSpanContextValid(spanContext)) return undefined;
+  return (spanContext.traceFlags & TraceFlags.SAMPLED) === 0 ? span : undefined;
 }

@@ -6,13 +6,11 @@ import { connect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../../src/config/config-schema.ts';
-import { loadConfig } from '../../../src/config/load-config.ts';
-import { generateCrosswalkSecret } from '../../../src/identity/crosswalk-keys.ts';
 import type { RunningProcess } from '../../../src/runtime/run-worker.ts';
 import { runIngest } from '../../../src/runtime/run-ingest.ts';
 import { eventually } from '../../support/eventually.ts';
 import { captureLogs, type LogCapture } from '../../support/log-capture.ts';
-import { isolatedRedis, testRedisEnv } from '../../support/redis.ts';
+import { isolatedIngestConfig, listeningIngestEnv } from '../../support/ingest-test-config.ts';
 import { samplePatient } from '../../support/sample-patient.ts';
 import { createTestCertificates, type TestCertificates } from '../../support/test-certificates.ts';
 import { fixture, frame, segmentOf, withCr } from '../hl7v2/support/hl7v2-harness.ts';
@@ -32,19 +30,9 @@ interface Started {
 
 /** `concordance-worker ingest` as the command starts it, with `env` on top of the test's. */
 async function startIngest(env: Record<string, string>): Promise<Started> {
-  const redis = await isolatedRedis();
-  const loaded = loadConfig({
-    env: {
-      ...testRedisEnv(),
-      REDIS_PREFIX: redis.prefix,
-      INGEST_TOKENS: TOKEN,
-      CROSSWALK_KEY: generateCrosswalkSecret(),
-      INGEST_PORT: '0',
-      INGEST_HOST: '127.0.0.1',
-      MLLP_PORT: '0',
-      LOG_LEVEL: 'debug',
-      ...env,
-    },
+  const { env: redis, loaded } = await isolatedIngestConfig(TOKEN, {
+    ...listeningIngestEnv(),
+    ...env,
   });
   const config: Config = {
     ...loaded,

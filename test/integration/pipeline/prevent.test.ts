@@ -279,6 +279,8 @@ describe('Prevent when a record changes (ingest app → query engine → signed 
     for (const marker of PLANTED) expect(logs).not.toContain(marker.toLowerCase());
     expect(logs).not.toContain(preventId);
 
+    // The run is counted with its outcome, written once its result was handed over.
+    await h.untilOutcomes(1);
     const metrics = await h.app.metrics.getSingleMetricAsString('cw_prevent_runs_total');
     expect(metrics).toContain('cw_prevent_runs_total{outcome="completed"} 1');
     expect(await h.app.metrics.getSingleMetricAsString('cw_prevent_registrations_total')).toMatch(
@@ -312,6 +314,9 @@ describe('Prevent when a record changes (ingest app → query engine → signed 
       ['prevent.completed', true],
       ['prevent.completed', true],
     ]);
+    // A run's outcome is written once its result is handed over, which is when the webhook can
+    // already have it: wait for the third outcome rather than race it (the CI run of 93865af lost).
+    await h.untilOutcomes(3);
     expect(runs()).toHaveLength(3);
     // One registration for the three runs: later runs find the Prevent id in the crosswalk.
     const calls = preventRequests(await h.requests());

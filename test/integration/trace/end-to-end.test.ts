@@ -1,39 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Partitions } from '../../../src/queues/partitions.ts';
-import { MessageTraceReader, type MessageTrace } from '../../../src/trace/message-trace-reader.ts';
+import type { MessageTrace, MessageTraceReader } from '../../../src/trace/message-trace-reader.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
 import { cli, jsonOf } from '../cli/support/run-cli.ts';
-import { condition, r4Notification } from '../fhir/support/notifications.ts';
-import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 import { eventually } from '../../support/eventually.ts';
+import type { PipelineProcesses } from '../../support/pipeline-processes.ts';
+import { testRedisEnv } from '../../support/redis.ts';
 import {
-  startPipelineProcesses,
-  type PipelineProcesses,
-} from '../../support/pipeline-processes.ts';
-import { testPartitions, testRedisEnv } from '../../support/redis.ts';
+  sendThreeFeeds,
+  plantedIn,
+  startThreeFeedsPipeline,
+  traceEntryText,
+  type ThreeFeeds,
+} from './support/three-feeds.ts';
 
 const API_KEY = 'trace-e2e-api-key';
 const TOKEN = 'trace-e2e-ingest-token-4k8d2m';
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 
-/** Planted identifiers: none may appear in a trace entry or in the command's output. */
-const HL7_MRN = 'TRCE2E7741';
-const HL7_NAME = 'Quillfeather';
-const FHIR_PATIENT = 'trce2e-fhir-5520';
-const JSON_PATIENT = 'TRCE2E-JSON-9031';
-
-const CONTROL = { hl7: 'TRC-ADT-0001', fhir: '4711', json: 'trc-json-0001' } as const;
-
-function adtWithDg1(): string {
-  const born = `${new Date().getUTCFullYear() - 58}0412`;
-  return [
-    `MSH|^~\\&|EPIC|MAINHOSP|CW|MAINHOSP|20261120080000||ADT^A08^ADT_A01|${CONTROL.hl7}|P|2.5.1`,
-    'EVN|A08|20261120080000',
-    `PID|1||${HL7_MRN}^^^HOSP^MR||${HL7_NAME}^Ada||${born}|F`,
-    'DG1|1||E11.9^Type 2 diabetes mellitus without complications^I10||20260101|F',
-  ].join('\r');
-}
+/** Its planted identifiers: none may appear in a trace entry or in the command's output. */
+const FEEDS: ThreeFeeds = {
+  control: { hl7: 'TRC-ADT-0001', fhir: '4711', json: 'trc-json-0001' },
+  hl7Mrn: 'TRCE2E7741',
+  hl7Name: 'Quillfeather',
+  fhirPatient: 'trce2e-fhir-5520',
+  jsonPatient: 'TRCE2E-JSON-9031',
+  ages: { hl7: 58, fhir: 64, json: 61 },
+  tag: 'trc',
+};
 
 /**
  * Done-when 1 of issue 21: an HL7 ADT with a DG1 over MLLP, a FHIR notification and a JSON update go
@@ -48,24 +42,11 @@ describe('message trace end to end (concordance-worker start + simulator + webho
 
   beforeAll(async () => {
     receiver = await startWebhookReceiver({ secret: SECRET });
-    p = await startPipelineProcesses({
+    ({ p, reader } = await startThreeFeedsPipeline({
       apiKey: API_KEY,
       token: TOKEN,
-      latency: '100-200',
-      configLines: [
-        'queries:',
-        '  debounce_ms: 200',
-        '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
-        'presets:',
-        '  rules: [{ ccsr_category: END002 }]',
-        '  from_problem_list: { enabled: false, categories: outpatient_default }',
-      ],
       env: { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: SECRET },
-    });
-    reader = new MessageTraceReader({
-      redis: p.redis,
-      space: new Partitions(p.prefix, testPartitions()),
-    });
+    }));
   });
   afterAll(async () => {
     await p.close();
@@ -120,66 +101,19 @@ describe('message trace end to end (concordance-worker start + simulator + webho
   }
 
   it('each message: answer, patient, query, submission, polls, result and delivery, in order, with the trace command', async () => {
-    const ack = await sendOne(p.mllpPort, adtWithDg1());
-    expect(segmentOf(ack ?? '', 'MSA').slice(1, 3)).toEqual(['AA', CONTROL.hl7]);
-
-    const note = await fetch(`${p.ingestUrl}/v1/fhir/notifications`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/fhir+json' },
-      body: JSON.stringify(
-        r4Notification({
-          subscription: 'https://ehr.example.org/fhir/Subscription/sub-trace',
-          type: 'event-notification',
-          eventsSince: Number(CONTROL.fhir),
-          events: [{ n: Number(CONTROL.fhir), focus: 'Condition/trc-c1' }],
-          resources: [
-            {
-              resourceType: 'Patient',
-              id: FHIR_PATIENT,
-              gender: 'male',
-              birthDate: `${new Date().getUTCFullYear() - 64}-02-11`,
-            },
-            condition('trc-c1', FHIR_PATIENT),
-          ],
-        }),
-      ),
-    });
-    expect(note.status).toBe(200);
-
-    const json = await fetch(`${p.ingestUrl}/v1/record-updates`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        patient_id: JSON_PATIENT,
-        event_id: CONTROL.json,
-        source: 'mirth',
-        assembled_patient: {
-          nodes: [
-            {
-              id: 'c1',
-              node_type: 'condition',
-              notable: true,
-              coding: [{ system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9' }],
-            },
-          ],
-          relationships: [],
-          demographics: { age: 61, gender: 'female' },
-        },
-      }),
-    });
-    expect(json.status).toBe(202);
+    await sendThreeFeeds(p, FEEDS);
 
     const psids = [
-      expectEveryStepInOrder(await delivered(CONTROL.hl7), 'AA'),
-      expectEveryStepInOrder(await delivered(CONTROL.fhir), '200'),
-      expectEveryStepInOrder(await delivered(CONTROL.json), '202'),
+      expectEveryStepInOrder(await delivered(FEEDS.control.hl7), 'AA'),
+      expectEveryStepInOrder(await delivered(FEEDS.control.fhir), '200'),
+      expectEveryStepInOrder(await delivered(FEEDS.control.json), '202'),
     ];
     expect(new Set(psids).size).toBe(3);
     expect(receiver.events).toHaveLength(3);
 
     // The command, as an operator runs it: text (the steps in the issue's order) and JSON.
     const env = { ...testRedisEnv(), REDIS_PREFIX: p.prefix, LOG_LEVEL: 'warn' };
-    for (const controlId of Object.values(CONTROL)) {
+    for (const controlId of Object.values(FEEDS.control)) {
       const [text, asJson] = await Promise.all([
         cli(['trace', controlId], env),
         cli(['trace', controlId, '--json'], env),
@@ -201,7 +135,7 @@ describe('message trace end to end (concordance-worker start + simulator + webho
       expect(asJson.code).toBe(0);
       const parsed = jsonOf<MessageTrace>(asJson);
       expect(parsed.receipts[0]?.queries[0]?.trace?.outcome).toBe('completed');
-      for (const planted of [HL7_MRN, HL7_NAME, FHIR_PATIENT, JSON_PATIENT]) {
+      for (const planted of plantedIn(FEEDS)) {
         expect(text.stdout).not.toContain(planted);
         expect(asJson.stdout).not.toContain(planted);
       }
@@ -215,14 +149,8 @@ describe('message trace end to end (concordance-worker start + simulator + webho
       const ttl = await p.redis.ttl(key);
       expect(ttl, key).toBeGreaterThan(7 * 86_400 - 600);
       expect(ttl, key).toBeLessThanOrEqual(7 * 86_400);
-      const type = await p.redis.type(key);
-      const value =
-        type === 'list'
-          ? (await p.redis.lrange(key, '0', '-1')).join('\n')
-          : type === 'hash'
-            ? JSON.stringify(await p.redis.hgetall(key))
-            : JSON.stringify(await p.redis.zrange(key, '0', '-1'));
-      for (const planted of [HL7_MRN, HL7_NAME, FHIR_PATIENT, JSON_PATIENT]) {
+      const value = await traceEntryText(p.redis, key);
+      for (const planted of plantedIn(FEEDS)) {
         expect(`${key} ${value}`).not.toContain(planted);
       }
     }

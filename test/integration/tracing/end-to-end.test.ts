@@ -1,35 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Partitions } from '../../../src/queues/partitions.ts';
-import { MessageTraceReader } from '../../../src/trace/message-trace-reader.ts';
+import type { MessageTraceReader } from '../../../src/trace/message-trace-reader.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../../../tools/webhook-receiver.ts';
-import { condition, r4Notification } from '../fhir/support/notifications.ts';
-import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 import { eventually } from '../../support/eventually.ts';
 import {
   startOtlpReceiver,
   type OtlpReceiver,
   type ReceivedSpan,
 } from '../../support/otlp-receiver.ts';
+import type { PipelineProcesses } from '../../support/pipeline-processes.ts';
 import {
-  startPipelineProcesses,
-  type PipelineProcesses,
-} from '../../support/pipeline-processes.ts';
-import { testPartitions } from '../../support/redis.ts';
+  sendThreeFeeds,
+  plantedIn,
+  startThreeFeedsPipeline,
+  traceEntryText,
+  type ThreeFeeds,
+} from '../trace/support/three-feeds.ts';
 
 const API_KEY = 'otel-e2e-api-key';
 const TOKEN = 'otel-e2e-ingest-token-7q2w9e';
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
-
-/** Planted identifiers and free text: in no exported span and no trace entry at rest. */
-const HL7_MRN = 'OTLE2E5512';
-const HL7_NAME = 'Brambleworth';
-const FHIR_PATIENT = 'otle2e-fhir-3307';
-const JSON_PATIENT = 'OTLE2E-JSON-8124';
-const NOTE = 'Planted free text: patient lives near the old mill';
-const PLANTED = [HL7_MRN, HL7_NAME, FHIR_PATIENT, JSON_PATIENT, NOTE, 'old mill'];
-
-const CONTROL = { hl7: 'OTL-ADT-0001', fhir: '5811', json: 'otl-json-0001' } as const;
 
 /** OTLP span kinds (the enum of the protocol: the API's SpanKind + 1). */
 const KIND = { internal: 1, server: 2, client: 3 } as const;
@@ -37,16 +27,19 @@ const KIND = { internal: 1, server: 2, client: 3 } as const;
 const ENGINE_TRACE = randomBytes(16).toString('hex');
 const ENGINE_SPAN = randomBytes(8).toString('hex');
 
-function adtWithDg1(): string {
-  const born = `${new Date().getUTCFullYear() - 52}0703`;
-  return [
-    `MSH|^~\\&|EPIC|MAINHOSP|CW|MAINHOSP|20261120080000||ADT^A08^ADT_A01|${CONTROL.hl7}|P|2.5.1`,
-    'EVN|A08|20261120080000',
-    `PID|1||${HL7_MRN}^^^HOSP^MR||${HL7_NAME}^Ada||${born}|F`,
-    `NTE|1||${NOTE}`,
-    'DG1|1||E11.9^Type 2 diabetes mellitus without complications^I10||20260101|F',
-  ].join('\r');
-}
+/** Planted identifiers and free text: in no exported span and no trace entry at rest. */
+const FEEDS: ThreeFeeds = {
+  control: { hl7: 'OTL-ADT-0001', fhir: '5811', json: 'otl-json-0001' },
+  hl7Mrn: 'OTLE2E5512',
+  hl7Name: 'Brambleworth',
+  fhirPatient: 'otle2e-fhir-3307',
+  jsonPatient: 'OTLE2E-JSON-8124',
+  ages: { hl7: 52, fhir: 66, json: 59 },
+  tag: 'otl',
+  note: 'Planted free text: patient lives near the old mill',
+  traceparent: `00-${ENGINE_TRACE}-${ENGINE_SPAN}-01`,
+};
+const PLANTED = [...plantedIn(FEEDS), 'old mill'];
 
 /** Resolves with the first span `match` finds, waiting for the receiver's next exports. */
 async function spanWhere(
@@ -97,18 +90,9 @@ describe('OpenTelemetry traces end to end (concordance-worker start + simulator 
   beforeAll(async () => {
     otlp = await startOtlpReceiver();
     webhook = await startWebhookReceiver({ secret: SECRET });
-    p = await startPipelineProcesses({
+    ({ p, reader } = await startThreeFeedsPipeline({
       apiKey: API_KEY,
       token: TOKEN,
-      latency: '100-200',
-      configLines: [
-        'queries:',
-        '  debounce_ms: 200',
-        '  poll: { first_delay_ms: 100, factor: 2, max_delay_ms: 400, jitter: 0.2, deadline_ms: 60000 }',
-        'presets:',
-        '  rules: [{ ccsr_category: END002 }]',
-        '  from_problem_list: { enabled: false, categories: outpatient_default }',
-      ],
       env: {
         WEBHOOK_URL: webhook.url,
         WEBHOOK_SECRET: SECRET,
@@ -117,11 +101,7 @@ describe('OpenTelemetry traces end to end (concordance-worker start + simulator 
         // Exported soon after they end: the test waits for their arrival, not for a timer.
         OTEL_BSP_SCHEDULE_DELAY: '50',
       },
-    });
-    reader = new MessageTraceReader({
-      redis: p.redis,
-      space: new Partitions(p.prefix, testPartitions()),
-    });
+    }));
   });
   afterAll(async () => {
     await p.close();
@@ -190,66 +170,13 @@ describe('OpenTelemetry traces end to end (concordance-worker start + simulator 
   }
 
   it('one trace per update, ingest to webhook, with no identifier in any span or trace entry', async () => {
-    const ack = await sendOne(p.mllpPort, adtWithDg1());
-    expect(segmentOf(ack ?? '', 'MSA').slice(1, 3)).toEqual(['AA', CONTROL.hl7]);
+    await sendThreeFeeds(p, FEEDS);
 
-    const note = await fetch(`${p.ingestUrl}/v1/fhir/notifications`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/fhir+json' },
-      body: JSON.stringify(
-        r4Notification({
-          subscription: 'https://ehr.example.org/fhir/Subscription/sub-otel',
-          type: 'event-notification',
-          eventsSince: Number(CONTROL.fhir),
-          events: [{ n: Number(CONTROL.fhir), focus: 'Condition/otl-c1' }],
-          resources: [
-            {
-              resourceType: 'Patient',
-              id: FHIR_PATIENT,
-              gender: 'male',
-              birthDate: `${new Date().getUTCFullYear() - 66}-09-21`,
-            },
-            condition('otl-c1', FHIR_PATIENT),
-          ],
-        }),
-      ),
-    });
-    expect(note.status).toBe(200);
-
-    const json = await fetch(`${p.ingestUrl}/v1/record-updates`, {
-      method: 'POST',
-      headers: {
-        authorization: `Bearer ${TOKEN}`,
-        'content-type': 'application/json',
-        traceparent: `00-${ENGINE_TRACE}-${ENGINE_SPAN}-01`,
-      },
-      body: JSON.stringify({
-        patient_id: JSON_PATIENT,
-        event_id: CONTROL.json,
-        source: 'mirth',
-        assembled_patient: {
-          nodes: [
-            {
-              id: 'c1',
-              node_type: 'condition',
-              notable: true,
-              coding: [
-                { system: 'http://hl7.org/fhir/sid/icd-10-cm', code: 'E11.9', display: NOTE },
-              ],
-            },
-          ],
-          relationships: [],
-          demographics: { age: 59, gender: 'female' },
-        },
-      }),
-    });
-    expect(json.status).toBe(202);
-
-    const hl7 = await delivered(CONTROL.hl7);
+    const hl7 = await delivered(FEEDS.control.hl7);
     await expectOneTrace(hl7.traceId, hl7.eventId, 'hl7v2.mllp.message');
-    const fhir = await delivered(CONTROL.fhir);
+    const fhir = await delivered(FEEDS.control.fhir);
     await expectOneTrace(fhir.traceId, fhir.eventId, 'POST /v1/fhir/notifications');
-    const fromEngine = await delivered(CONTROL.json);
+    const fromEngine = await delivered(FEEDS.control.json);
     // The JSON update continues the engine's trace: its receipt names it.
     expect(fromEngine.traceId).toBe(ENGINE_TRACE);
     const ingest = await expectOneTrace(
@@ -270,13 +197,7 @@ describe('OpenTelemetry traces end to end (concordance-worker start + simulator 
     const keys = await p.redis.keys(`${p.prefix}*:trace:*`);
     expect(keys.length).toBeGreaterThan(6);
     for (const key of keys) {
-      const type = await p.redis.type(key);
-      const value =
-        type === 'list'
-          ? (await p.redis.lrange(key, '0', '-1')).join('\n')
-          : type === 'hash'
-            ? JSON.stringify(await p.redis.hgetall(key))
-            : JSON.stringify(await p.redis.zrange(key, '0', '-1'));
+      const value = await traceEntryText(p.redis, key);
       for (const planted of PLANTED) expect(`${key} ${value}`).not.toContain(planted);
     }
   });

@@ -1,7 +1,5 @@
 import { Registry } from 'prom-client';
 import type { Config } from '../../../../src/config/config-schema.ts';
-import { loadConfig } from '../../../../src/config/load-config.ts';
-import { generateCrosswalkSecret } from '../../../../src/identity/crosswalk-keys.ts';
 import type { TracingHandle } from '../../../../src/observability/tracing/start-tracing.ts';
 import type { RedisClient } from '../../../../src/queues/redis-client.ts';
 import { runIngest } from '../../../../src/runtime/run-ingest.ts';
@@ -16,7 +14,7 @@ import { queryTraceKey } from '../../../../src/trace/trace-keys.ts';
 import type { OtlpReceiver, ReceivedSpan } from '../../../support/otlp-receiver.ts';
 import { frame, MllpClient } from '../../hl7v2/support/hl7v2-harness.ts';
 import { captureLogs, type LogCapture } from '../../../support/log-capture.ts';
-import { isolatedRedis, testRedisEnv } from '../../../support/redis.ts';
+import { isolatedIngestConfig, listeningIngestEnv } from '../../../support/ingest-test-config.ts';
 import { redisKeys } from '../../../support/scan-redis.ts';
 
 export const TOKEN = 'otel-ingest-token-0123456789';
@@ -44,19 +42,7 @@ export interface IngestTracingStack {
 export async function startIngestTracingStack(
   tracing: TracingHandle | undefined,
 ): Promise<IngestTracingStack> {
-  const redis = await isolatedRedis();
-  const loaded = loadConfig({
-    env: {
-      ...testRedisEnv(),
-      REDIS_PREFIX: redis.prefix,
-      INGEST_TOKENS: TOKEN,
-      CROSSWALK_KEY: generateCrosswalkSecret(),
-      INGEST_PORT: '0',
-      INGEST_HOST: '127.0.0.1',
-      MLLP_PORT: '0',
-      LOG_LEVEL: 'debug',
-    },
-  });
+  const { env: redis, loaded } = await isolatedIngestConfig(TOKEN, listeningIngestEnv());
   const config: Config = {
     ...loaded,
     hl7v2: { ...loaded.hl7v2, mllp: { ...loaded.hl7v2.mllp, host: '127.0.0.1' } },
