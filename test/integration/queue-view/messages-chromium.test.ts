@@ -11,6 +11,7 @@ import {
   FAST_FEED_PIPELINE_LINES,
   startPipelineProcesses,
 } from '../../support/pipeline-processes.ts';
+import { condition, r4Notification } from '../fhir/support/notifications.ts';
 import { segmentOf, sendOne } from '../hl7v2/support/hl7v2-harness.ts';
 import { chromiumInProfile } from './support/chromium.ts';
 
@@ -18,16 +19,19 @@ const API_KEY = 'messages-chromium-api-key';
 const TOKEN = 'messages-chromium-ingest-token-0123456789';
 const VIEW_TOKEN = randomBytes(24).toString('base64url');
 
-/** The local patient ids of the two messages: never on a page. */
+/** The local patient ids of the three messages: never on a page. */
 const HL7_PATIENT = 'MRN-PLANTED-MSGS-CHROMIUM-1';
 const JSON_PATIENT = 'MRN-PLANTED-MSGS-CHROMIUM-2';
+const FHIR_PATIENT = 'planted-msgs-chromium-3';
 const ADT_ID = 'MSG-CHROMIUM-ADT-1';
 const JSON_ID = 'evt-chromium-json-1';
+/** A FHIR notification's control id is its event number. */
+const FHIR_ID = '5150';
 /** Every kind of step of a message followed to its delivered result, in order. */
 const ALL_STEPS = ['answer', 'patient', 'query', 'submission', 'poll', 'result', 'delivery'];
 
 describe('the Messages page in Chromium', () => {
-  it('follows an HL7 ADT (with a DG1, over MLLP) and a JSON update through `start` to the webhook: the list finds them, the trace shows every step in order', async () => {
+  it('follows an HL7 ADT (with a DG1, over MLLP), a FHIR notification and a JSON update through `start` to the webhook: the list finds them, the trace shows every step in order', async () => {
     const closers: (() => unknown)[] = [];
     onTestFinished(async () => {
       for (const close of closers.splice(0)) await close();
@@ -74,11 +78,34 @@ describe('the Messages page in Chromium', () => {
       }),
     });
     expect(json.status).toBe(202);
+    // A FHIR subscription notification (R4 backport, full resources) with a problem-list diabetes.
+    const notification = await fetch(`${p.ingestUrl}/v1/fhir/notifications`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/fhir+json' },
+      body: JSON.stringify(
+        r4Notification({
+          subscription: 'https://ehr.example.org/fhir/Subscription/sub-msgs',
+          type: 'event-notification',
+          eventsSince: Number(FHIR_ID),
+          events: [{ n: Number(FHIR_ID), focus: 'Condition/msgs-c1' }],
+          resources: [
+            {
+              resourceType: 'Patient',
+              id: FHIR_PATIENT,
+              gender: 'male',
+              birthDate: `${new Date().getUTCFullYear() - 64}-02-11`,
+            },
+            condition('msgs-c1', FHIR_PATIENT),
+          ],
+        }),
+      ),
+    });
+    expect(notification.status).toBe(200);
 
-    // Both results reach the webhook receiver; each delivery's end is written by the script that
-    // ends it, just after the receiver answered: wait until the trace holds it.
-    await receiver.until((r) => r.events.length >= 2);
-    for (const id of [ADT_ID, JSON_ID]) {
+    // The three results reach the webhook receiver; each delivery's end is written by the script
+    // that ends it, just after the receiver answered: wait until the trace holds it.
+    await receiver.until((r) => r.events.length >= 3);
+    for (const id of [ADT_ID, JSON_ID, FHIR_ID]) {
       await eventually(
         async () =>
           (
@@ -93,7 +120,9 @@ describe('the Messages page in Chromium', () => {
     const page = await context.newPage();
     const expectNoPatient = async () => {
       const html = await page.content();
-      for (const id of [HL7_PATIENT, JSON_PATIENT, 'Testpatient']) expect(html).not.toContain(id);
+      for (const id of [HL7_PATIENT, JSON_PATIENT, FHIR_PATIENT, 'Testpatient']) {
+        expect(html).not.toContain(id);
+      }
     };
 
     // Signed out: the Messages page sends the browser to the sign-in form.
@@ -111,6 +140,7 @@ describe('the Messages page in Chromium', () => {
     const table = page.locator('table');
     await table.getByRole('link', { name: ADT_ID, exact: true }).waitFor();
     await table.getByRole('link', { name: JSON_ID, exact: true }).waitFor();
+    await table.getByRole('link', { name: FHIR_ID, exact: true }).waitFor();
     await expectNoPatient();
 
     // The feed filter: the MLLP feed's messages only.
@@ -156,6 +186,18 @@ describe('the Messages page in Chromium', () => {
       ALL_STEPS,
     );
     expect(await codeOf('answer')).toBe('202');
+    expect(await codeOf('delivery')).toBe('delivered');
+    await expectNoPatient();
+
+    // The FHIR notification's trace, from the list filtered to the FHIR feed.
+    await page.goto(view('/messages?feed=fhir'));
+    await table.getByRole('link', { name: FHIR_ID, exact: true }).click();
+    await page.waitForURL(`${p.ingestUrl}${QUEUE_VIEW_MESSAGES}/${FHIR_ID}`);
+    expect(await steps.evaluateAll((rows) => rows.map((r) => r.getAttribute('data-kind')))).toEqual(
+      ALL_STEPS,
+    );
+    expect(await codeOf('answer')).toBe('200');
+    expect(await codeOf('result')).toBe('completed');
     expect(await codeOf('delivery')).toBe('delivered');
     await expectNoPatient();
   });
