@@ -8,6 +8,7 @@
  * SIGTERM.
  */
 import { createServer } from 'node:http';
+import { serveChild } from './support/serve-child.ts';
 
 interface Counts {
   requests: number;
@@ -42,15 +43,4 @@ const server = createServer((request, response) => {
     response.end(ANSWER);
   });
 });
-server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => {
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);
-});
-const stop = () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-};
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+serveChild(server);

@@ -1,9 +1,10 @@
-import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { SpanKind, type Tracer } from '@opentelemetry/api';
 import {
   injectTraceparent,
   sampledTraceId,
   unsampledLocalSpan,
 } from '../observability/tracing/trace-context.ts';
+import { markSpanFailed } from '../observability/tracing/span-failure.ts';
 import type { KeySpace } from '../queues/partitions.ts';
 
 /** The span around a commit script's call (docs/opentelemetry.md): a constant name. */
@@ -51,8 +52,7 @@ export async function inCommitSpan<T>(
       if (recording) span.setAttribute('cw.outcome', outcomeOf(result));
       return result;
     } catch (err) {
-      span.setAttribute('error.type', err instanceof Error ? err.name : 'unknown');
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      markSpanFailed(span, err);
       throw err;
     } finally {
       span.end();

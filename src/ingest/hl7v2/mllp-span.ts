@@ -1,4 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { markSpanFailed } from '../../observability/tracing/span-failure.ts';
 import type { Hl7v2Answer } from './hl7v2-handler.ts';
 
 /** The span of one MLLP frame (docs/opentelemetry.md): a constant name. */
@@ -28,8 +29,7 @@ export async function inMllpSpan(
         if (answer.outcome === 'unavailable') span.setStatus({ code: SpanStatusCode.ERROR });
         return answer;
       } catch (err) {
-        span.setAttribute('error.type', err instanceof Error ? err.name : 'unknown');
-        span.setStatus({ code: SpanStatusCode.ERROR });
+        markSpanFailed(span, err);
         throw err;
       } finally {
         span.end();

@@ -52,6 +52,17 @@ async function ages(f: DeliveryFixture): Promise<Record<string, number>> {
 
 const age = async (f: DeliveryFixture) => (await ages(f))['0'];
 
+/** Once the last retrying delivery ended: the gauge reads 0 and the store keeps no retry. */
+async function expectNoRetryLeft(f: DeliveryFixture): Promise<void> {
+  expect(
+    await eventually(
+      () => age(f),
+      (v) => v === 0,
+    ),
+  ).toBe(0);
+  expect(await f.webhook.store.oldestRetryAt()).toBeUndefined();
+}
+
 const retried = (f: DeliveryFixture, id: string) =>
   f.logs.waitFor((e) => e.event_id === id && e.outcome === 'retried');
 
@@ -108,13 +119,7 @@ describe('cw_webhook_oldest_retry_seconds', () => {
     down.value = false;
     await f.untilOutcome(first.id, 'delivered');
     await f.untilOutcome(behind.id, 'delivered');
-    expect(
-      await eventually(
-        () => age(f),
-        (v) => v === 0,
-      ),
-    ).toBe(0);
-    expect(await f.webhook.store.oldestRetryAt()).toBeUndefined();
+    await expectNoRetryLeft(f);
     expect(f.attemptsOf(first.id).map((a) => a.status)).toContain(500);
     expect(f.attemptsOf(behind.id).map((a) => a.status)).toEqual([204]);
   });
@@ -165,13 +170,7 @@ describe('cw_webhook_oldest_retry_seconds', () => {
     const job = await f.webhook.queue.getJob((await f.webhook.store.state(dying.id))?.job ?? '');
     await job?.promote();
     await f.untilOutcome(dying.id, 'dead_lettered');
-    expect(
-      await eventually(
-        () => age(f),
-        (v) => v === 0,
-      ),
-    ).toBe(0);
-    expect(await f.webhook.store.oldestRetryAt()).toBeUndefined();
+    await expectNoRetryLeft(f);
   });
 
   it('leaves out a partition whose Redis does not answer in time, and reports the others', async () => {
