@@ -49,6 +49,21 @@ describe('applyClinicalChanges', () => {
     );
   });
 
+  it('finds a resent item unchanged whatever the order of its fields (as read back from storage)', () => {
+    const stored = applyClinicalChanges(
+      emptyClinicalRecord(),
+      [{ type: 'upsert', item: problem('E11.9') }],
+      1,
+    );
+    // The sealed record comes back from JSON with its fields in the stored order.
+    const reread = JSON.parse(JSON.stringify(stored.record)) as typeof stored.record;
+    const { key, kind, source, ...rest } = problem('E11.9');
+    const reordered: ReportedItem = { source, ...rest, kind, key, unit: undefined };
+    const again = applyClinicalChanges(reread, [{ type: 'upsert', item: reordered }], 2);
+    expect(again.changed).toBe(false);
+    expect(again.record.items['hl7:problem:E11.9']?.version).toBe(1);
+  });
+
   it('unions identity facets and keeps the newest birth date and gender', () => {
     const a = applyClinicalChanges(
       emptyClinicalRecord(),

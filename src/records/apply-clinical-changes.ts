@@ -1,12 +1,18 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { ClinicalChange, ReportedItem } from './clinical-change.ts';
 import type { ClinicalItem, ClinicalRecord, PatientIdentityFacets } from './clinical-record.ts';
 
 const LIST_FACETS = ['race', 'names', 'identifiers', 'phones', 'addresses', 'emails'] as const;
 
+/**
+ * Whether a reported item says what the stored one says: the same fields and values, in any key
+ * order (a stored item comes back from its sealed JSON with its fields in another order than the
+ * mapping builds them), fields left undefined counting as absent, as in the stored JSON.
+ */
 const sameItem = (a: ClinicalItem | undefined, b: ReportedItem) => {
   if (a === undefined) return false;
   const { version: _version, ...rest } = a;
-  return JSON.stringify(rest) === JSON.stringify(b);
+  return isDeepStrictEqual(rest, JSON.parse(JSON.stringify(b)));
 };
 
 function mergeFacets(
