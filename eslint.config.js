@@ -11,12 +11,12 @@ import tseslint from 'typescript-eslint';
 const LAYERS = [
   { name: 'entry points', tiers: [['src/cli'], ['src/runtime']] },
   { name: 'app composition', tiers: [['src/app']] },
-  { name: 'ingest and workers', tiers: [['src/ingest', 'workers']] },
+  { name: 'ingest and workers', tiers: [['src/import'], ['src/ingest', 'workers']] },
   {
     name: 'domain',
     tiers: [
       ['src/privacy'],
-      ['src/presets', 'src/queries', 'src/terminology'],
+      ['src/presets', 'src/queries', 'src/terminology', 'src/cds'],
       ['src/records'],
       ['src/delivery'],
       ['src/identity', 'src/trace'],

@@ -13,6 +13,12 @@ import os from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateCrosswalkSecret } from '../src/identity/crosswalk-keys.ts';
+import {
+  bulkImportScenario,
+  DEFAULT_BULK_IMPORT,
+  type BulkImportResult,
+} from './scenarios/bulk-import.ts';
+import { cdsHooksScenario, DEFAULT_CDS_HOOKS, type CdsHooksResult } from './scenarios/cds-hooks.ts';
 import { clusterScenario, DEFAULT_CLUSTER, type ClusterResult } from './scenarios/cluster.ts';
 import {
   DEFAULT_DETECTION,
@@ -34,6 +40,7 @@ import {
   type PollingCostResult,
 } from './scenarios/polling-cost.ts';
 import { DEFAULT_TRACING, tracingScenario, type TracingResult } from './scenarios/tracing.ts';
+import { cdsHooksRows } from './support/cds-table.ts';
 import type { BenchContext } from './support/fixtures.ts';
 import { benchRedis, Cleanup, clearRedis } from './support/processes.ts';
 import { buildSummary } from './support/summary.ts';
@@ -49,6 +56,8 @@ const SCENARIOS = [
   'detection',
   'cluster',
   'tracing',
+  'bulk_import',
+  'cds_hooks',
 ] as const;
 type Scenario = (typeof SCENARIOS)[number];
 
@@ -76,6 +85,10 @@ const USAGE = `usage: node bench/run-bench.ts [options]
   --tracing-rounds N     interleaved rounds of the tracing scenario (default ${DEFAULT_TRACING.rounds})
   --tracing-queries N    pipeline queries per variant per round (default ${DEFAULT_TRACING.queriesPerSlice})
   --tracing-seconds S    closed-loop ingest seconds per variant, over all rounds (default ${DEFAULT_TRACING.ingestSeconds})
+  --bulk-patients N      patients of the bulk_import scenario's NDJSON export, 9 resources each (default ${DEFAULT_BULK_IMPORT.patients})
+  --bulk-skip-paced      bulk_import: skip the second, paced import with a worker (its worker RSS)
+  --cds-clients N        cds_hooks: concurrent patient-view calls (default ${DEFAULT_CDS_HOOKS.clients})
+  --cds-seconds S        cds_hooks: length of the measured run (default ${DEFAULT_CDS_HOOKS.seconds})
   --quick                small sizes everywhere (a smoke run of about a minute)
   --shared-redis         use REDIS_URL even when redis-server is installed
   --log-level LEVEL      LOG_LEVEL of the child processes (default warn)
@@ -119,6 +132,8 @@ interface Results {
   detection?: DetectionResult;
   cluster?: ClusterResult;
   tracing?: TracingResult;
+  bulk_import?: BulkImportResult;
+  cds_hooks?: CdsHooksResult;
 }
 
 function tracingRows(t: TracingResult): TableRow[] {
@@ -164,6 +179,48 @@ function tracingRows(t: TracingResult): TableRow[] {
       setup: `recommended / full, received by the discard sink (its CPU ${fmt(t.otlp_sink_cpu_ms)} ms, not counted)`,
     },
   ];
+}
+
+function bulkImportRows(b: BulkImportResult): TableRow[] {
+  const run = `${fmt(b.patients)} patients, ${fmt(b.resources)} resources (${fmt(b.export.mib, 0)} MiB NDJSON)`;
+  const rows: TableRow[] = [
+    {
+      scenario: 'bulk_import',
+      figure: 'bulk_import_resources_per_s',
+      value: fmt(b.bulk_import_resources_per_s, 0, '/s'),
+      setup: `${run} in ${fmt(b.seconds, 1)} s (reading ${fmt(b.import.spreading_seconds, 1)} s), ${fmt(b.queries_opened)} queries opened, no worker, --max-waiting 0`,
+    },
+    {
+      scenario: 'bulk_import',
+      figure: 'batch_route_updates_per_s',
+      value: fmt(b.batch_route_updates_per_s, 0, '/s'),
+      setup: `ingest_batch for ${b.batch_route.seconds} s just before, ${b.settings.batchRoute.batchSize} per call, ${b.settings.batchRoute.concurrency} in flight`,
+    },
+    {
+      scenario: 'bulk_import',
+      figure: 'bulk_import_ratio',
+      value: fmt(b.bulk_import_ratio, 3),
+      setup: `resources/s ÷ batch updates/s; target ≥ 0.5; patients/s ÷ batch updates/s ${fmt(b.bulk_import_patient_ratio, 3)}`,
+    },
+    {
+      scenario: 'bulk_import',
+      figure: 'import_peak_rss_mib',
+      value: fmt(b.import_peak_rss_mib, 0, 'MiB'),
+      setup: `VmHWM of the import child; target ≤ 300; CPU ${fmt(b.import.cpu_ms_per_resource, 3)} ms per resource`,
+    },
+  ];
+  const paced = b.paced;
+  rows.push({
+    scenario: 'bulk_import',
+    figure: 'worker_peak_rss_mib',
+    value: fmt(b.worker_peak_rss_mib, 0, 'MiB'),
+    setup:
+      paced === null
+        ? 'not run (--bulk-skip-paced)'
+        : `paced import (--max-waiting ${paced.max_waiting}) in ${fmt(paced.import.seconds, 1)} s with a worker; ` +
+          `import peak ${fmt(paced.import.peak_rss_mib, 0)} MiB; backlog max ${fmt(paced.backlog_max.total)}; target ≤ 300`,
+  });
+  return rows;
 }
 
 function tableRows(results: Results): TableRow[] {
@@ -418,6 +475,8 @@ function tableRows(results: Results): TableRow[] {
     }
   }
   if (results.tracing) rows.push(...tracingRows(results.tracing));
+  if (results.bulk_import) rows.push(...bulkImportRows(results.bulk_import));
+  if (results.cds_hooks) rows.push(...cdsHooksRows(results.cds_hooks));
   if (polling) {
     for (const line of polling.lines) {
       const sched = `${line.schedule}: ${line.poll.first_delay_ms / 1000} s x${line.poll.factor} cap ${line.poll.max_delay_ms / 1000} s ±${line.poll.jitter * 100} %`;
@@ -466,6 +525,10 @@ async function main(): Promise<void> {
       'tracing-rounds': { type: 'string' },
       'tracing-queries': { type: 'string' },
       'tracing-seconds': { type: 'string' },
+      'bulk-patients': { type: 'string' },
+      'bulk-skip-paced': { type: 'boolean', default: false },
+      'cds-clients': { type: 'string' },
+      'cds-seconds': { type: 'string' },
       quick: { type: 'boolean', default: false },
       'shared-redis': { type: 'boolean', default: false },
       'log-level': { type: 'string', default: 'warn' },
@@ -602,6 +665,32 @@ async function main(): Promise<void> {
     concurrency,
   };
 
+  const bulkImport = {
+    ...DEFAULT_BULK_IMPORT,
+    patients: intOption(
+      values['bulk-patients'],
+      quick ? 2_000 : DEFAULT_BULK_IMPORT.patients,
+      'bulk-patients',
+    ),
+    batchRoute: {
+      ...ingestBatch,
+      seconds: Math.min(ingestBatch.seconds, DEFAULT_BULK_IMPORT.batchRoute.seconds),
+      warmupSeconds: Math.min(
+        ingestBatch.warmupSeconds,
+        DEFAULT_BULK_IMPORT.batchRoute.warmupSeconds,
+      ),
+    },
+    paced: !values['bulk-skip-paced'],
+    workerConcurrency: concurrency,
+  };
+
+  const cdsHooks = {
+    clients: intOption(values['cds-clients'], DEFAULT_CDS_HOOKS.clients, 'cds-clients'),
+    seconds: intOption(values['cds-seconds'], quick ? 3 : DEFAULT_CDS_HOOKS.seconds, 'cds-seconds'),
+    patients: quick ? 500 : DEFAULT_CDS_HOOKS.patients,
+    warmupSeconds: quick ? 1 : DEFAULT_CDS_HOOKS.warmupSeconds,
+  };
+
   const started = Date.now();
   // Other work on the machine (tests, builds) moves every figure: the load average tells.
   const loadAtStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
@@ -683,6 +772,14 @@ async function main(): Promise<void> {
     if (runs('tracing')) {
       await reset();
       results.tracing = await tracingScenario(ctx, tracing);
+    }
+    if (runs('bulk_import')) {
+      await reset();
+      results.bulk_import = await bulkImportScenario(ctx, bulkImport);
+    }
+    if (runs('cds_hooks')) {
+      await reset();
+      results.cds_hooks = await cdsHooksScenario(ctx, cdsHooks);
     }
 
     const cpus = os.cpus();

@@ -7,12 +7,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 // eslint.config.js against the rule it is meant to enforce, not against itself. Highest first.
 const ENTRY = ['src/cli', 'src/runtime'];
 const APP = ['src/app'];
-const EDGE = ['src/ingest', 'workers'];
+const EDGE = ['src/import', 'src/ingest', 'workers'];
 const DOMAIN = [
   'src/privacy',
   'src/presets',
   'src/queries',
   'src/terminology',
+  'src/cds',
   'src/records',
   'src/delivery',
   'src/identity',
@@ -39,17 +40,21 @@ const MAY: Record<string, string[]> = {
   'src/cli': FOLDERS.filter((folder) => folder !== 'src/cli'),
   'src/runtime': [...APP, ...EDGE, ...DOMAIN, ...BASE],
   'src/app': [...EDGE, ...DOMAIN, ...BASE],
+  // The Bulk Data import applies each patient's resources through the FHIR feed's Bundle path.
+  'src/import': ['src/ingest', 'workers', ...DOMAIN, ...BASE],
   'src/ingest': [...DOMAIN, ...BASE],
   workers: [...DOMAIN, ...BASE],
-  // The domain's order as it stands: privacy, then presets / queries / terminology side by side,
+  // The domain's order as it stands: privacy, then presets / queries / terminology / cds side by side,
   // records, delivery, identity, then observability and queues.
   'src/privacy': below(...DOMAIN.filter((folder) => folder !== 'src/privacy')),
-  'src/presets': below(...DOMAIN.slice(4)),
-  'src/queries': below(...DOMAIN.slice(4)),
+  'src/presets': below(...DOMAIN.slice(5)),
+  'src/queries': below(...DOMAIN.slice(5)),
+  // The CDS Hooks service's kept results, cards and tokens: beside presets and queries.
+  'src/cds': below(...DOMAIN.slice(5)),
   'src/terminology': ['src/records', 'src/connections', 'src/package-root.ts', 'src/errors'],
-  'src/records': below(...DOMAIN.slice(5)),
-  'src/delivery': below(...DOMAIN.slice(6)),
-  'src/identity': below(...DOMAIN.slice(7)),
+  'src/records': below(...DOMAIN.slice(6)),
+  'src/delivery': below(...DOMAIN.slice(7)),
+  'src/identity': below(...DOMAIN.slice(8)),
   'src/observability': ['src/errors'],
   'src/queues': below(),
   'src/service': ['src/interface', 'src/package-root.ts', 'src/errors'],

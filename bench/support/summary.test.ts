@@ -76,6 +76,14 @@ function fullResults(): SummaryInput {
       },
       otlp_received: { full_sampling: { requests: 200, bytes: 9_000_000, spans: 98_673 } },
     },
+    bulk_import: {
+      bulk_import_ratio: 1.73,
+      bulk_import_resources_per_s: 29_054,
+      import_peak_rss_mib: 568.2,
+      worker_peak_rss_mib: 581.8,
+      patients: 100_000,
+    },
+    cds_hooks: { cds_hooks_p99_ms: 79.8 },
   };
 }
 
@@ -117,6 +125,12 @@ describe('buildSummary', () => {
       trace_otel_ingest_ratio_recommended: 0.259,
       trace_otel_ingest_ratio_full_sampling: 0.146,
       trace_otel_spans_received_full_sampling: 98_673,
+      bulk_import_ratio: 1.73,
+      bulk_import_resources_per_s: 29_054,
+      bulk_import_peak_rss_mib: 568.2,
+      bulk_import_worker_peak_rss_mib: 581.8,
+      bulk_import_patients: 100_000,
+      cds_hooks_p99_ms: 79.8,
     });
     expect(BenchSummarySchema.parse(summary)).toEqual(summary);
   });
@@ -174,11 +188,14 @@ describe('buildSummary', () => {
       'trace_otel_pipeline_ratio_drop_full_sampling',
       'trace_otel_ingest_ratio_drop_full_sampling',
       'trace_otel_spans_received_full_sampling',
+      'bulk_import_ratio',
+      'bulk_import_peak_rss_mib',
+      'cds_hooks_p99_ms',
     ] as const) {
       expect(summary[key], key).toBeNull();
     }
     expect(summary.notes).toContain(
-      'not run, their figures are null: pipeline, in_flight, detection, ingest, ingest_batch, tracing',
+      'not run, their figures are null: pipeline, in_flight, detection, ingest, ingest_batch, tracing, bulk_import, cds_hooks',
     );
   });
 

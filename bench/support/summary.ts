@@ -6,6 +6,8 @@ import type { IngestBatchResult } from '../scenarios/ingest-batch.ts';
 import type { MllpResult } from '../scenarios/mllp.ts';
 import type { PipelineResult } from '../scenarios/pipeline.ts';
 import type { TracingResult } from '../scenarios/tracing.ts';
+import type { BulkImportResult } from '../scenarios/bulk-import.ts';
+import type { CdsHooksResult } from '../scenarios/cds-hooks.ts';
 import { round } from './stats.ts';
 
 /** A figure of the summary: null when its scenario did not run or the figure could not be read. */
@@ -129,6 +131,19 @@ export const BenchSummarySchema = z.object({
    * no span was exported, so the OpenTelemetry variants measured the message trace only.
    */
   trace_otel_spans_received_full_sampling: figure,
+  /**
+   * The `bulk_import` scenario: resources read per second by `import bulk-fhir` from NDJSON ÷ the
+   * batch route's updates per second in the same run (ratio; target ≥ 0.5).
+   */
+  bulk_import_ratio: figure,
+  bulk_import_resources_per_s: figure,
+  /** Peak RSS (VmHWM) of the import process, and of a worker running its paced queries (MiB; ≤ 300). */
+  bulk_import_peak_rss_mib: figure,
+  bulk_import_worker_peak_rss_mib: figure,
+  /** Patients the `bulk_import` scenario imported (the targets are for 100,000). */
+  bulk_import_patients: figure,
+  /** The `cds_hooks` scenario: p99 of `patient-view` calls, 50 in flight (ms; target ≤ 500). */
+  cds_hooks_p99_ms: figure,
 });
 export type BenchSummary = z.infer<typeof BenchSummarySchema>;
 
@@ -183,6 +198,15 @@ export interface SummaryInput {
     };
     otlp_received: Pick<TracingResult['otlp_received'], 'full_sampling'>;
   };
+  bulk_import?: Pick<
+    BulkImportResult,
+    | 'bulk_import_ratio'
+    | 'bulk_import_resources_per_s'
+    | 'import_peak_rss_mib'
+    | 'worker_peak_rss_mib'
+    | 'patients'
+  >;
+  cds_hooks?: Pick<CdsHooksResult, 'cds_hooks_p99_ms'>;
 }
 
 type DetectionLineFigures = Pick<
@@ -263,7 +287,17 @@ function quickNotes(results: SummaryInput): string[] {
 export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSummary {
   const notes = run.quick ? quickNotes(results) : [];
   const missing = (
-    ['pipeline', 'in_flight', 'detection', 'mllp', 'ingest', 'ingest_batch', 'tracing'] as const
+    [
+      'pipeline',
+      'in_flight',
+      'detection',
+      'mllp',
+      'ingest',
+      'ingest_batch',
+      'tracing',
+      'bulk_import',
+      'cds_hooks',
+    ] as const
   ).filter((scenario) => results[scenario] === undefined);
   if (missing.length > 0) notes.push(`not run, their figures are null: ${missing.join(', ')}`);
 
@@ -323,6 +357,12 @@ export function buildSummary(results: SummaryInput, run: SummaryRun): BenchSumma
     trace_otel_spans_received_full_sampling: tracing
       ? (tracing.otlp_received.full_sampling?.spans ?? 0)
       : null,
+    bulk_import_ratio: results.bulk_import?.bulk_import_ratio ?? null,
+    bulk_import_resources_per_s: results.bulk_import?.bulk_import_resources_per_s ?? null,
+    bulk_import_peak_rss_mib: results.bulk_import?.import_peak_rss_mib ?? null,
+    bulk_import_worker_peak_rss_mib: results.bulk_import?.worker_peak_rss_mib ?? null,
+    bulk_import_patients: results.bulk_import?.patients ?? null,
+    cds_hooks_p99_ms: results.cds_hooks?.cds_hooks_p99_ms ?? null,
   };
   // A figure that came out NaN or infinite is reported as null rather than failing the whole run.
   for (const [key, value] of Object.entries(figures)) {

@@ -4,6 +4,7 @@ import type { Config } from '../config/config-schema.ts';
 import { configSlices, type ConfigSlices } from '../config/config-slices.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
 import { StartupError } from '../config/startup-error.ts';
+import { KeptResults } from '../cds/kept-results.ts';
 import { createDeliveryRouter, type DeliveryRouting } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { deploymentQueues } from '../delivery/deployment-queues.ts';
@@ -16,8 +17,14 @@ import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { keyringOf, type CrosswalkKeyring } from '../identity/crosswalk-keyring.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
 import { buildIngestApp, type IngestDeps } from '../ingest/build-ingest-app.ts';
+import { fhirPatientKeySystems } from '../config/patient-key.ts';
 import { ClinicalUpdates } from '../ingest/clinical-updates.ts';
+import { EventTracker } from '../ingest/fhir/event-tracker.ts';
+import { FhirClient } from '../ingest/fhir/fhir-client.ts';
+import { FhirIngest } from '../ingest/fhir/fhir-ingest.ts';
+import { FhirMetrics } from '../ingest/fhir/fhir-metrics.ts';
 import { PatientLocator } from '../ingest/patient-locator.ts';
+import { optOutKey } from '../privacy/patient-consent.ts';
 import type { QueueViewSource } from '../ingest/queue-view/queue-view-source.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -289,6 +296,30 @@ export class App {
   }
 
   /**
+   * The FHIR feed's Bundle path on the app's stores, for the Bulk Data import
+   * (`import bulk-fhir`): the same patient identity (`fhir.patient_identifier_system`,
+   * `identity.patient_key`), mapping and commit as the FHIR routes; no message trace (an import is
+   * no message: its summary is its account).
+   */
+  fhirIngest(updates: ClinicalUpdates): FhirIngest {
+    const { fhir } = this.config;
+    return new FhirIngest({
+      updates,
+      tracker: new EventTracker({ redis: this.redis, prefix: this.prefix }),
+      client:
+        fhir.base_url === null
+          ? undefined
+          : new FhirClient({
+              baseUrl: fhir.base_url,
+              token: fhir.token,
+              timeoutMs: fhir.timeout_ms,
+            }),
+      patientIdentifierSystems: fhirPatientKeySystems(this.config),
+      metrics: new FhirMetrics(this.metrics),
+    });
+  }
+
+  /**
    * Purge and opt-out (`ADMIN_TOKENS`), erasing every store patientAdminFor lists; `queues` are
    * the query queues of every partition ({@link App.queriesQueues}). `close()` closes what it
    * opened.
@@ -370,7 +401,23 @@ export class App {
       logger: this.logger,
       metrics: { registry: this.metrics },
       tracer: this.#ingestTracer,
+      ...(this.config.cds_hooks.enabled ? { keptResults: this.keptResults() } : {}),
       ...parts,
+    });
+  }
+
+  /**
+   * The results kept for the CDS Hooks service (docs/cds-hooks.md) on `connection`: sealed with
+   * the crosswalk keys, expiring with `privacy.record_retention_days`, none read for an opted-out
+   * patient.
+   */
+  keptResults(connection: RedisClient = this.redis): KeptResults {
+    return new KeptResults({
+      redis: connection,
+      prefix: this.partitions,
+      keys: this.keys,
+      retentionDays: this.config.privacy.record_retention_days,
+      optOutKeyOf: optOutKey,
     });
   }
 
@@ -389,6 +436,8 @@ export class App {
       outboundMetrics: this.outboundMetrics,
       feeds: new FeedMetrics(this.metrics),
       telemetry: this.tracing.bullmqTelemetry,
+      // The latest results for the CDS Hooks service, kept as they are delivered.
+      ...(this.config.cds_hooks.enabled ? { keeper: this.keptResults(connection) } : {}),
     });
   }
 

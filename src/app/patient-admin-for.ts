@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
+import { KeptResults } from '../cds/kept-results.ts';
 import type { Config } from '../config/config-schema.ts';
 import { purgePatientDeliveries } from '../delivery/purge-patient-deliveries.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -37,6 +38,8 @@ export function patientErasers(
     },
     // Queries of the patient waiting for a birth date.
     new DemographicsWait({ redis, prefix: partitions }),
+    // The results kept for the CDS Hooks service (whether or not it is on now).
+    keptResultsOf(config, redis, keys),
   ];
   const queues: Queue[] = [];
   const outbound = config.delivery.outbound_queue;
@@ -49,6 +52,16 @@ export function patientErasers(
     erasers.push(new QueueJobEraser('outbound_events', queue, redis));
   }
   return { erasers, queues };
+}
+
+/** The CDS Hooks service's kept results, as a purge and an opt-out erase them. */
+function keptResultsOf(config: Config, redis: RedisClient, keys: CrosswalkKeys): KeptResults {
+  return new KeptResults({
+    redis,
+    prefix: Partitions.of(config.redis),
+    keys,
+    retentionDays: config.privacy.record_retention_days,
+  });
 }
 
 /**
@@ -83,6 +96,7 @@ export function patientAdminFor(options: {
     logger,
     auditMaxEntries: config.admin.audit.max_entries,
     erasers,
+    optOutErasers: [keptResultsOf(config, redis, keys)],
   });
   return {
     admin,

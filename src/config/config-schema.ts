@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
 import { isPreventPreset } from '../ccsr/preset-names.ts';
 import { MAX_PARTITIONS } from './redis-partitioning.ts';
+import { CdsHooksSchema } from './cds-hooks-schema.ts';
 import { PatientKeySchema } from './patient-key.ts';
 import { WebhookSecretsSchema } from './webhook-secrets.ts';
 
@@ -446,6 +447,8 @@ export const ConfigSchema = z
       }),
     }),
     queries: QueriesSchema,
+    /** The CDS Hooks service on the ingest port (docs/cds-hooks.md). @defaultValue off */
+    cds_hooks: CdsHooksSchema,
     /**
      * The message trace (docs/message-trace.md): each accepted message's receipt under its sender's
      * control id, and each query's and delivery's steps, kept in Redis without identifiers in plain

@@ -17,7 +17,11 @@ export type QueriesSlice = Pick<Config, 'queries' | 'privacy' | 'prevent' | 'tra
  * The delivery side (router, channels, webhook worker): `delivery.*`, the outbound network, and
  * `trace.*` (each delivery step's trace).
  */
-export type DeliverySlice = Pick<Config, 'delivery' | 'outbound' | 'trace'>;
+export type DeliverySlice = Pick<Config, 'delivery' | 'outbound' | 'trace'> & {
+  /** Whether results are kept for the CDS Hooks service, and for how long (the record's retention). */
+  cds_hooks: Pick<Config['cds_hooks'], 'enabled'>;
+  privacy: Pick<Config['privacy'], 'record_retention_days'>;
+};
 
 /** The client of the Clinical Graph Service: `service.*` and the outbound network. */
 export type ServiceSlice = Pick<Config, 'service' | 'outbound'>;
@@ -42,6 +46,7 @@ export type IngestSlice = Pick<
   | 'outbound'
   | 'prevent'
   | 'trace'
+  | 'cds_hooks'
 > & {
   /** `identity` without its secrets: only the one key across feeds (`identity.patient_key`). */
   identity: Pick<Config['identity'], 'patient_key'>;
@@ -73,6 +78,7 @@ export function configSlices(config: Config): ConfigSlices {
     prevent,
     identity,
     trace,
+    cds_hooks,
   } = config;
   return {
     ingest: {
@@ -87,10 +93,11 @@ export function configSlices(config: Config): ConfigSlices {
       outbound,
       prevent,
       trace,
+      cds_hooks,
       identity: { patient_key: identity.patient_key },
     },
     queries: { queries, privacy, prevent, trace },
-    delivery: { delivery, outbound, trace },
+    delivery: { delivery, outbound, trace, cds_hooks, privacy },
     service: { service, outbound },
     terminology: { terminology, outbound, redis },
   };

@@ -68,6 +68,8 @@ export const ENV_PATHS: readonly [
   ['QUEUE_VIEW_ENABLED', ['admin', 'queue_view', 'enabled'], 'bool'],
   ['QUEUE_VIEW_TOKENS', ['admin', 'queue_view', 'tokens'], 'list'],
   ['TRACE_ENABLED', ['trace', 'enabled'], 'bool'],
+  ['CDS_HOOKS_ENABLED', ['cds_hooks', 'enabled'], 'bool'],
+  ['CDS_HOOKS_BASE_URL', ['cds_hooks', 'base_url'], 'string'],
   ['TRACE_RETENTION_DAYS', ['trace', 'retention_days'], 'int'],
   ['TRACE_KEEP_RAW', ['trace', 'keep_raw'], 'bool'],
   ['MLLP_PORT', ['hl7v2', 'mllp', 'port'], 'int'],

@@ -14,6 +14,7 @@ import { DeliveryRouter } from './delivery-router.ts';
 import { outboundKeyringOf } from './outbound-keyring.ts';
 import { OutboundQueueChannel } from './outbound-queue-channel.ts';
 import type { OutboundQueueMetrics } from './outbound-queue-metrics.ts';
+import type { ResultKeeper } from './result-keeper.ts';
 import type { DeliveryChannel } from './result-sink.ts';
 import { WebhookChannel } from './webhook-channel.ts';
 
@@ -37,6 +38,8 @@ export interface CreateDeliveryRouterOptions {
   feeds?: FeedMetrics;
   /** BullMQ's `telemetry` (bullmq-otel) for the channels' queues, when tracing is on. */
   telemetry?: Telemetry | undefined;
+  /** Keeps the latest results for the CDS Hooks service (`cds_hooks.enabled`). @defaultValue none */
+  keeper?: ResultKeeper | undefined;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -74,6 +77,7 @@ export function createDeliveryRouter({
   outboundMetrics,
   feeds,
   telemetry,
+  keeper,
   now,
 }: CreateDeliveryRouterOptions): DeliveryRouting {
   const { delivery } = config;
@@ -116,6 +120,7 @@ export function createDeliveryRouter({
     logger,
     metrics,
     ...(feeds === undefined ? {} : { feeds }),
+    keeper,
     now,
   });
   return { router, channels, close: () => router.close() };

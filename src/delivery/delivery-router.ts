@@ -3,6 +3,7 @@ import type { FeedMetrics } from '../observability/feed-metrics.ts';
 import type { PipelineMetrics } from '../observability/pipeline-metrics.ts';
 import type { ChangeDetector } from './change-detector.ts';
 import type { ResultEvent } from '../interface/result-event.ts';
+import type { ResultKeeper } from './result-keeper.ts';
 import type { DeliveryChannel, ResultSink } from './result-sink.ts';
 import { queryKeyOf } from './webhook-delivery-store.ts';
 import { updateToDeliverySeconds } from './update-to-delivery.ts';
@@ -20,6 +21,11 @@ export interface DeliveryRouterOptions {
    * (the outbound queue) counts `delivered` by the feed of its query, once per such channel.
    */
   feeds?: FeedMetrics;
+  /**
+   * Gets every checked event (suppressed ones too), with the channels: the CDS Hooks service's
+   * kept results. @defaultValue none
+   */
+  keeper?: ResultKeeper | undefined;
   /** @defaultValue `Date.now` */
   now?: () => number;
 }
@@ -38,6 +44,7 @@ export class DeliveryRouter implements ResultSink {
   readonly #metrics: PipelineMetrics | undefined;
   readonly #feeds: FeedMetrics | undefined;
   readonly #now: () => number;
+  readonly #keeper: ResultKeeper | undefined;
 
   constructor(options: DeliveryRouterOptions) {
     this.channels = options.channels;
@@ -47,6 +54,7 @@ export class DeliveryRouter implements ResultSink {
     this.#metrics = options.metrics;
     this.#feeds = options.feeds;
     this.#now = options.now ?? Date.now;
+    this.#keeper = options.keeper;
   }
 
   async deliver(event: ResultEvent): Promise<void> {
@@ -76,14 +84,20 @@ export class DeliveryRouter implements ResultSink {
         feeds.push(feed);
       }
     }
-    if (routed.length === 0) return;
-    await Promise.all(
-      this.channels.map((channel) =>
+    // Every checked event, suppressed or not: the keeper keeps the latest whatever the channels do.
+    const kept = this.#keeper?.keep(events);
+    if (routed.length === 0) {
+      await kept;
+      return;
+    }
+    await Promise.all([
+      kept,
+      ...this.channels.map((channel) =>
         channel.deliverMany !== undefined
           ? channel.deliverMany(routed)
           : Promise.all(routed.map((event) => channel.deliver(event))),
       ),
-    );
+    ]);
     const now = this.#now();
     for (const channel of this.channels) {
       if (channel.reportsOutcomes === true) continue;

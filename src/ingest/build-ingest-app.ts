@@ -9,7 +9,9 @@ import type { RedisClient } from '../queues/redis-client.ts';
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadCcsrTables } from '../ccsr/ccsr-tables.ts';
+import type { KeptResults } from '../cds/kept-results.ts';
 import type { IngestSlice } from '../config/config-slices.ts';
+import { fhirPatientKeySystems } from '../config/patient-key.ts';
 import type { Crosswalk } from '../identity/crosswalk.ts';
 import type { PresetStore } from '../presets/preset-store.ts';
 import type { PatientAdmin } from '../privacy/patient-admin.ts';
@@ -32,6 +34,7 @@ import { ingestTls } from './ingest-tls.ts';
 import { PatientLocator } from './patient-locator.ts';
 import { fhirRoutes } from './fhir/fhir-routes.ts';
 import { hl7v2Routes } from './hl7v2/hl7v2-routes.ts';
+import { cdsHooksRoutes } from './routes/cds-hooks-routes.ts';
 import { healthRoutes } from './routes/health-routes.ts';
 import { patientAdminRoutes } from './routes/patient-admin-routes.ts';
 import { presetRoutes } from './routes/preset-routes.ts';
@@ -93,6 +96,11 @@ export interface IngestDeps {
    * no hook is added
    */
   tracer?: Tracer | undefined;
+  /**
+   * The results kept for the CDS Hooks service (`App.keptResults`): needed, and served from, when
+   * `cds_hooks.enabled`. @defaultValue none
+   */
+  keptResults?: KeptResults | undefined;
 }
 
 /**
@@ -211,6 +219,22 @@ export async function buildIngestApp(deps: IngestDeps): Promise<FastifyInstance>
       prefix: QUEUE_VIEW_PATH,
       config: view,
       source: deps.queueView,
+    });
+  }
+  if (config.cds_hooks.enabled) {
+    if (deps.keptResults === undefined) {
+      throw new StartupError('cds_hooks.enabled, but the app was built without its kept results');
+    }
+    await app.register(cdsHooksRoutes, {
+      config: config.cds_hooks,
+      preventEnabled: config.prevent.enabled,
+      kept: deps.keptResults,
+      crosswalk: deps.crosswalk,
+      identitySystems: fhirPatientKeySystems(config),
+      redis,
+      keyPrefix: config.redis.prefix,
+      registry,
+      describe: (category) => tables.category(category)?.description,
     });
   }
   // One instance for both clinical feeds (and the MLLP listener, which the runtime passes in).

@@ -73,6 +73,11 @@ export interface PatientAdminOptions {
   auditMaxEntries?: number;
   /** Other holders of patient data erased by a purge. @defaultValue none */
   erasers?: readonly PatientEraser[];
+  /**
+   * Holders of patient data erased by an opt-out too (the CDS Hooks service's kept results); each
+   * count is in the audit entry under its name. @defaultValue none
+   */
+  optOutErasers?: readonly PatientEraser[];
 }
 
 /**
@@ -90,10 +95,12 @@ export class PatientAdmin {
   readonly #traceEraser: PatientTraceEraser;
   readonly #purge: PatientPurge;
   readonly #queryJobs: PatientQueryJobs;
+  readonly #optOutErasers: readonly PatientEraser[];
 
   constructor(options: PatientAdminOptions) {
     const { redis, prefix, keys, queue, logger } = options;
     this.#keys = keys;
+    this.#optOutErasers = options.optOutErasers ?? [];
     this.crosswalk = new Crosswalk({ redis, prefix, keys });
     this.consent = new PatientConsent({ redis, prefix });
     this.traces = new MessageTraceReader({ redis, space: prefix });
@@ -161,11 +168,16 @@ export class PatientAdmin {
     const jobs = await this.#queryJobs.remove(patientServiceId, 'not_started');
     // Its message trace goes too (docs/message-trace.md): later messages start a new one.
     const trace = await this.#traceEraser.erase(patientServiceId);
+    const erased: Record<string, number> = {};
+    for (const eraser of this.#optOutErasers) {
+      erased[eraser.name] = (erased[eraser.name] ?? 0) + (await eraser.erase(patientServiceId));
+    }
     const requestId = await this.#record('opt_out', localId, request, 'done', {
       opt_out: created ? 1 : 0,
       queries_cancelled: jobs.removed,
       queries_in_flight: jobs.inFlight,
       trace,
+      ...erased,
     });
     return {
       request_id: requestId,

@@ -322,7 +322,8 @@ export class FhirIngest {
     requestedMode?: BundleMode,
   ): Promise<{
     mode: BundleMode;
-    patients: { patientServiceId: string; version: number; changed: boolean }[];
+    /** Each patient's commit, with the queries it queued. */
+    patients: { patientServiceId: string; version: number; changed: boolean; queued?: number }[];
     resources: number;
     items: number;
   }> {
