@@ -8,6 +8,9 @@ import type { RedisClient } from '../queues/redis-client.ts';
  */
 const PARK = LuaScript.load(new URL('./lua/park.lua', import.meta.url));
 
+/** Removes one member (its wait ended): one EVALSHA, no MULTI (see `release`). */
+const RELEASE = LuaScript.load(new URL('./lua/release.lua', import.meta.url));
+
 /** Removes every member of one patient (a purge). */
 const ERASE_PATIENT = LuaScript.load(new URL('./lua/erase-patient.lua', import.meta.url));
 
@@ -80,7 +83,7 @@ export class DemographicsWait {
   async release(patientServiceId: string, category: string): Promise<void> {
     const member = DemographicsWait.member(patientServiceId, category);
     const [zset, hash] = this.#keys(patientServiceId);
-    await this.#redis.multi().zrem(zset, member).hdel(hash, member).exec();
+    await RELEASE.run(this.#redis, [zset, hash], [member]);
   }
 
   /** (patient, category) keys waiting now. */
