@@ -1,3 +1,4 @@
+import { tuneWorkerHeap } from './worker-heap.ts';
 import type { RedisClient } from '../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/config-schema.ts';
@@ -100,6 +101,7 @@ export async function runWorker(
   options: RoleOptions = {},
 ): Promise<RunningWorker> {
   assertRoleConfig(config, 'work');
+  tuneWorkerHeap();
   // Before anything is built: an invalid OTEL_* value fails the start (ERR_TRACING_ENV).
   const { tracing, owned: ownsTracing } = await roleTracing(options.tracing, 'work', logger);
   for (const { path, message, host } of serviceUrlWarnings(config)) {
