@@ -11,6 +11,7 @@ import {
   patientViewBody,
 } from '../support/cds-ehr.ts';
 import { CDS_CATEGORIES, seedKeptResults } from '../support/cds-seed.ts';
+import { ingestChildEnv } from '../support/ingest-child.ts';
 import { benchPrefix, configFor, type BenchContext } from '../support/fixtures.ts';
 import {
   cliProcess,
@@ -118,15 +119,7 @@ export async function cdsHooksScenario(
   );
   const port = await freePort();
   const env = {
-    REDIS_URL: ctx.redis.url,
-    REDIS_PREFIX: prefix,
-    INGEST_TOKENS: TOKEN,
-    CROSSWALK_KEY: ctx.secret,
-    INGEST_PORT: String(port),
-    MLLP_PORT: '0',
-    INGEST_HOST: '127.0.0.1',
-    METRICS_PORT: '0',
-    LOG_LEVEL: ctx.logLevel,
+    ...ingestChildEnv(ctx, { prefix, token: TOKEN, port }),
     CDS_HOOKS_ENABLED: 'true',
     CDS_HOOKS_BASE_URL: BASE_URL,
     MRN_FHIR_SYSTEMS: BENCH_MRN_SYSTEM,

@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { benchPrefix, CATEGORY, forEachLimit, type BenchContext } from '../support/fixtures.ts';
 import { KeepAliveClient } from '../support/http-client.ts';
-import { ingestChildSetup } from '../support/ingest-child.ts';
+import { ingestChildEnv, ingestChildSetup } from '../support/ingest-child.ts';
 import {
   cliProcess,
   clearRedis,
@@ -118,17 +118,11 @@ export async function mllpScenario(ctx: BenchContext, settings: MllpSettings): P
   const prefix = benchPrefix(ctx, 'mllp');
   const port = await freePort();
   const mllpPort = await freePort();
-  const proc = cliProcess('ingest', ['ingest'], {
-    REDIS_URL: ctx.redis.url,
-    REDIS_PREFIX: prefix,
-    INGEST_TOKENS: TOKEN,
-    CROSSWALK_KEY: ctx.secret,
-    INGEST_PORT: String(port),
-    MLLP_PORT: String(mllpPort),
-    INGEST_HOST: '127.0.0.1',
-    METRICS_PORT: '0',
-    LOG_LEVEL: ctx.logLevel,
-  });
+  const proc = cliProcess(
+    'ingest',
+    ['ingest'],
+    ingestChildEnv(ctx, { prefix, token: TOKEN, port, mllpPort }),
+  );
   const removeProc = ctx.cleanup.add('ingest (mllp)', () => proc.stop());
   const client = new KeepAliveClient('127.0.0.1', port, { authorization: `Bearer ${TOKEN}` });
   const senders: MllpSender[] = [];

@@ -13,6 +13,28 @@ export interface IngestChild {
 }
 
 /**
+ * The environment of a `concordance-worker ingest` child on the bench's Redis: its prefix, one
+ * ingest token, the bench's crosswalk key, the ingest port on 127.0.0.1, no health port, MLLP on
+ * `mllpPort` (0: a free one the child picks) and the bench's log level.
+ */
+export function ingestChildEnv(
+  ctx: BenchContext,
+  options: { prefix: string; token: string; port: number; mllpPort?: number },
+): Record<string, string> {
+  return {
+    REDIS_URL: ctx.redis.url,
+    REDIS_PREFIX: options.prefix,
+    INGEST_TOKENS: options.token,
+    CROSSWALK_KEY: ctx.secret,
+    INGEST_PORT: String(options.port),
+    MLLP_PORT: String(options.mllpPort ?? 0),
+    INGEST_HOST: '127.0.0.1',
+    METRICS_PORT: '0',
+    LOG_LEVEL: ctx.logLevel,
+  };
+}
+
+/**
  * Starts `concordance-worker ingest` (no MLLP, no health port) under the scenario's own prefix,
  * waits for its `/readyz` (the routes answer 503 until Redis is reached), and registers the preset
  * {@link CATEGORY} for each of `count` patients (`<idPrefix>-<i>`), so that each of their updates
@@ -34,15 +56,7 @@ export async function startIngestChild(
   const patients = Array.from({ length: options.count }, (_, i) => `${options.idPrefix}-${i}`);
   const port = await freePort();
   const proc = cliProcess(name, ['ingest'], {
-    REDIS_URL: ctx.redis.url,
-    REDIS_PREFIX: prefix,
-    INGEST_TOKENS: token,
-    CROSSWALK_KEY: ctx.secret,
-    INGEST_PORT: String(port),
-    MLLP_PORT: '0',
-    INGEST_HOST: '127.0.0.1',
-    METRICS_PORT: '0',
-    LOG_LEVEL: ctx.logLevel,
+    ...ingestChildEnv(ctx, { prefix, token, port }),
     ...options.env,
   });
   const remove = ctx.cleanup.add(name, () => proc.stop());

@@ -4,7 +4,7 @@ import type { Config } from '../config/config-schema.ts';
 import { configSlices, type ConfigSlices } from '../config/config-slices.ts';
 import { serviceClientOptions } from '../config/service-client-options.ts';
 import { StartupError } from '../config/startup-error.ts';
-import { KeptResults } from '../cds/kept-results.ts';
+import type { KeptResults } from '../cds/kept-results.ts';
 import { createDeliveryRouter, type DeliveryRouting } from '../delivery/create-delivery-router.ts';
 import { DeadLetterStore } from '../delivery/dead-letter-store.ts';
 import { deploymentQueues } from '../delivery/deployment-queues.ts';
@@ -12,7 +12,7 @@ import { outboundKeyringOf } from '../delivery/outbound-keyring.ts';
 import { OutboundQueueChannel } from '../delivery/outbound-queue-channel.ts';
 import { OutboundQueueMetrics } from '../delivery/outbound-queue-metrics.ts';
 import type { ResultSink } from '../delivery/result-sink.ts';
-import { patientAdminFor } from './patient-admin-for.ts';
+import { keptResultsOf, patientAdminFor } from './patient-admin-for.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
 import { keyringOf, type CrosswalkKeyring } from '../identity/crosswalk-keyring.ts';
 import { Crosswalk } from '../identity/crosswalk.ts';
@@ -24,7 +24,6 @@ import { FhirClient } from '../ingest/fhir/fhir-client.ts';
 import { FhirIngest } from '../ingest/fhir/fhir-ingest.ts';
 import { FhirMetrics } from '../ingest/fhir/fhir-metrics.ts';
 import { PatientLocator } from '../ingest/patient-locator.ts';
-import { optOutKey } from '../privacy/patient-consent.ts';
 import type { QueueViewSource } from '../ingest/queue-view/queue-view-source.ts';
 import { UpdateCommitter } from '../ingest/update-committer.ts';
 import type { Logger } from '../observability/logger.ts';
@@ -302,18 +301,10 @@ export class App {
    * no message: its summary is its account).
    */
   fhirIngest(updates: ClinicalUpdates): FhirIngest {
-    const { fhir } = this.config;
     return new FhirIngest({
       updates,
       tracker: new EventTracker({ redis: this.redis, prefix: this.prefix }),
-      client:
-        fhir.base_url === null
-          ? undefined
-          : new FhirClient({
-              baseUrl: fhir.base_url,
-              token: fhir.token,
-              timeoutMs: fhir.timeout_ms,
-            }),
+      client: FhirClient.fromConfig(this.config),
       patientIdentifierSystems: fhirPatientKeySystems(this.config),
       metrics: new FhirMetrics(this.metrics),
     });
@@ -406,19 +397,9 @@ export class App {
     });
   }
 
-  /**
-   * The results kept for the CDS Hooks service (docs/cds-hooks.md) on `connection`: sealed with
-   * the crosswalk keys, expiring with `privacy.record_retention_days`, none read for an opted-out
-   * patient.
-   */
+  /** The results kept for the CDS Hooks service, on `connection` (see keptResultsOf). */
   keptResults(connection: RedisClient = this.redis): KeptResults {
-    return new KeptResults({
-      redis: connection,
-      prefix: this.partitions,
-      keys: this.keys,
-      retentionDays: this.config.privacy.record_retention_days,
-      optOutKeyOf: optOutKey,
-    });
+    return keptResultsOf(this.config, connection, this.keys);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { RedisClient } from '../queues/redis-client.ts';
 import { KeptResults } from '../cds/kept-results.ts';
+import { optOutKey } from '../privacy/patient-consent.ts';
 import type { Config } from '../config/config-schema.ts';
 import { purgePatientDeliveries } from '../delivery/purge-patient-deliveries.ts';
 import type { CrosswalkKeys } from '../identity/crosswalk-keys.ts';
@@ -54,13 +55,22 @@ export function patientErasers(
   return { erasers, queues };
 }
 
-/** The CDS Hooks service's kept results, as a purge and an opt-out erase them. */
-function keptResultsOf(config: Config, redis: RedisClient, keys: CrosswalkKeys): KeptResults {
+/**
+ * The results kept for the CDS Hooks service (docs/cds-hooks.md) on `redis`: sealed with the
+ * crosswalk keys, expiring with `privacy.record_retention_days`, none read for an opted-out
+ * patient. What the delivery router keeps, the CDS Hooks routes read, and purge and opt-out erase.
+ */
+export function keptResultsOf(
+  config: Pick<Config, 'redis' | 'privacy'>,
+  redis: RedisClient,
+  keys: CrosswalkKeys,
+): KeptResults {
   return new KeptResults({
     redis,
     prefix: Partitions.of(config.redis),
     keys,
     retentionDays: config.privacy.record_retention_days,
+    optOutKeyOf: optOutKey,
   });
 }
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { CdsHooksClient } from '../config/cds-hooks-schema.ts';
+import { patientKeyIdentifier } from '../config/patient-key.ts';
 import { CdsPatientUnavailableError } from './cds-patient-error.ts';
 import type { CdsServiceRequest } from './cds-request-schemas.ts';
 
@@ -88,10 +89,5 @@ export async function localIdOf(
   if (identity.systems.length === 0) return request.context.patientId;
   const patient =
     prefetchedPatient(request) ?? (await fetchedPatient(request, client, identity.timeoutMs));
-  const identifiers = patient?.identifier ?? [];
-  for (const system of identity.systems) {
-    const value = identifiers.find((i) => i.system === system && i.value)?.value;
-    if (value !== undefined) return value;
-  }
-  return undefined;
+  return patientKeyIdentifier(patient?.identifier ?? [], identity.systems);
 }

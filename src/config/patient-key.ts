@@ -63,6 +63,21 @@ export function fhirPatientKeySystems(
 }
 
 /**
+ * A Patient's key under {@link fhirPatientKeySystems}: the value of its first identifier of the
+ * first system that has one; undefined when none has.
+ */
+export function patientKeyIdentifier(
+  identifiers: readonly { system?: string | undefined; value?: string | undefined }[],
+  systems: readonly string[],
+): string | undefined {
+  for (const system of systems) {
+    const value = identifiers.find((i) => i.system === system && i.value)?.value;
+    if (value !== undefined) return value;
+  }
+  return undefined;
+}
+
+/**
  * The configuration with `hl7v2.patient_id.unqualified_authorities` widened by the hospital MRN's
  * authorities: the HL7 v2 mapping (src/ingest/hl7v2/patient-id-rules.ts) then keys their ids by
  * the id alone, as it keys an unqualified authority's.

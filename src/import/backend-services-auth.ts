@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { importJWK, SignJWT, type CryptoKey, type JWK, type KeyObject } from 'jose';
 import { request } from 'undici';
 import { z } from 'zod';
+import { jsonOrUndefined, withSlash } from './http-text.ts';
 import { ExportAuthError } from './import-errors.ts';
 
 const ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -87,7 +88,9 @@ export class BackendServicesAuth {
     const answer = await request(url, { headers: { accept: 'application/json' } });
     const text = await answer.body.text();
     const parsed =
-      answer.statusCode === 200 ? SmartConfigurationSchema.safeParse(safeJson(text)) : undefined;
+      answer.statusCode === 200
+        ? SmartConfigurationSchema.safeParse(jsonOrUndefined(text))
+        : undefined;
     if (parsed?.success !== true) {
       throw new ExportAuthError(
         `${url.href} answered ${answer.statusCode} without a token_endpoint: give --token-url`,
@@ -125,7 +128,8 @@ export class BackendServicesAuth {
       }).toString(),
     });
     const text = await answer.body.text();
-    const parsed = answer.statusCode === 200 ? TokenSchema.safeParse(safeJson(text)) : undefined;
+    const parsed =
+      answer.statusCode === 200 ? TokenSchema.safeParse(jsonOrUndefined(text)) : undefined;
     if (parsed?.success !== true) {
       const reason = oauthError(text);
       throw new ExportAuthError(
@@ -140,18 +144,8 @@ export class BackendServicesAuth {
   }
 }
 
-export const withSlash = (url: string) => (url.endsWith('/') ? url : `${url}/`);
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
 /** The OAuth `error` code of a refusal (never its description: it may echo the assertion). */
 function oauthError(text: string): string | undefined {
-  const parsed = z.looseObject({ error: z.string().max(64) }).safeParse(safeJson(text));
+  const parsed = z.looseObject({ error: z.string().max(64) }).safeParse(jsonOrUndefined(text));
   return parsed.success ? parsed.data.error : undefined;
 }

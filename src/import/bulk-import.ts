@@ -10,6 +10,7 @@ import { MAPPED_TYPES } from '../ingest/fhir/map-resource.ts';
 import { ImportStateError } from './import-errors.ts';
 import type { ImportProgress } from './import-progress.ts';
 import {
+  addBucketCounts,
   emptySummary,
   noteError,
   type ImportFile,
@@ -261,13 +262,8 @@ async function commit(
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, options.concurrency) }, lane));
-    const summary = state.summary;
-    summary.patients += counted.patients;
-    summary.patients_changed += counted.patients_changed;
-    summary.queries_opened += counted.queries_opened;
-    summary.unmapped_problems += ((await options.unmapped?.()) ?? 0) - unmappedBefore;
-    for (const error of counted.error_list) noteError(summary, error);
-    summary.errors += counted.errors - counted.error_list.length;
+    counted.unmapped_problems = ((await options.unmapped?.()) ?? 0) - unmappedBefore;
+    addBucketCounts(state.summary, counted);
     state.buckets_done = bucket + 1;
     await save();
     options.progress?.committing(state);
@@ -283,8 +279,6 @@ async function commitPatient(
   options: BulkImportOptions,
   counted: ImportSummary,
 ): Promise<void> {
-  const first = resources[0];
-  const where = { file: basename(files[first?.f ?? -1]?.location ?? '?'), line: first?.l ?? 0 };
   try {
     const bundle = {
       resourceType: 'Bundle',
@@ -301,6 +295,8 @@ async function commitPatient(
   } catch (err) {
     options.pacer?.opened(0);
     if (!isInputError(err) || !isConcordanceError(err)) throw err;
-    noteError(counted, { ...where, code: err.code, message: err.message });
+    const first = resources[0];
+    const file = basename(files[first?.f ?? -1]?.location ?? '?');
+    noteError(counted, { file, line: first?.l ?? 0, code: err.code, message: err.message });
   }
 }

@@ -2,7 +2,8 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { request } from 'undici';
 import { z } from 'zod';
-import { withSlash, type BackendServicesAuth } from './backend-services-auth.ts';
+import type { BackendServicesAuth } from './backend-services-auth.ts';
+import { jsonOrUndefined, withSlash } from './http-text.ts';
 import type { ImportSource } from './bulk-import.ts';
 import { ExportFailedError } from './import-errors.ts';
 import type { ImportFile, ImportState } from './import-state.ts';
@@ -123,7 +124,7 @@ export class ExportSource implements ImportSource {
       const text = await answer.body.text();
       const status = answer.statusCode;
       if (status === 200) {
-        const parsed = ManifestSchema.safeParse(safeJson(text));
+        const parsed = ManifestSchema.safeParse(jsonOrUndefined(text));
         if (!parsed.success) {
           throw new ExportFailedError('the export status answered 200 with no manifest we read');
         }
@@ -220,15 +221,7 @@ const OutcomeSchema = z.looseObject({
  * an unsupported `_type`: no patient data), at most 200 characters; empty otherwise.
  */
 export function outcomeText(text: string): string {
-  const parsed = OutcomeSchema.safeParse(safeJson(text));
+  const parsed = OutcomeSchema.safeParse(jsonOrUndefined(text));
   const diagnostics = parsed.success ? parsed.data.issue[0]?.diagnostics : undefined;
   return diagnostics === undefined ? '' : `: ${diagnostics.slice(0, 200)}`;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -95,6 +95,21 @@ export function noteError(summary: ImportSummary, error: ImportLineError): void 
   if (summary.error_list.length < MAX_LISTED_ERRORS) summary.error_list.push(error);
 }
 
+/**
+ * Adds the counts of a bucket the second phase finished (patients, patients changed, queries,
+ * unmapped problems, errors) to the run's summary: only then, since a bucket cut short is
+ * committed again and must not count twice.
+ */
+export function addBucketCounts(summary: ImportSummary, bucket: ImportSummary): void {
+  summary.patients += bucket.patients;
+  summary.patients_changed += bucket.patients_changed;
+  summary.queries_opened += bucket.queries_opened;
+  summary.unmapped_problems += bucket.unmapped_problems;
+  summary.errors += bucket.errors;
+  const room = MAX_LISTED_ERRORS - summary.error_list.length;
+  summary.error_list.push(...bucket.error_list.slice(0, Math.max(0, room)));
+}
+
 const STATE_FILE = 'state.json';
 const keyContext = (runId: string) => `import-spill:${runId}`;
 

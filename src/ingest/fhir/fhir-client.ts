@@ -1,4 +1,6 @@
 import got, { RequestError, type Agents } from 'got';
+import type { Config } from '../../config/config-schema.ts';
+import { outboundAgents } from '../../connections/outbound-agents.ts';
 import { FhirServerUnavailableError } from './fhir-errors.ts';
 
 export interface FhirClientOptions {
@@ -32,6 +34,23 @@ export class FhirClient {
   readonly #timeoutMs: number;
   readonly #retryLimit: number;
   readonly #agent: Agents | undefined;
+
+  /**
+   * The client of `fhir.*` (`FHIR_BASE_URL`, `FHIR_TOKEN`, `fhir.timeout_ms`) through the outbound
+   * network's proxy and CA bundle (`outbound.*`); undefined when `fhir.base_url` is not set.
+   */
+  static fromConfig(
+    config: Pick<Config, 'fhir'> & Partial<Pick<Config, 'outbound'>>,
+  ): FhirClient | undefined {
+    const { fhir, outbound } = config;
+    if (fhir.base_url === null) return undefined;
+    return new FhirClient({
+      baseUrl: fhir.base_url,
+      token: fhir.token,
+      timeoutMs: fhir.timeout_ms,
+      agent: outbound && outboundAgents(outbound),
+    });
+  }
 
   constructor(options: FhirClientOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, '');

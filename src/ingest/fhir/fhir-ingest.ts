@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { patientKeyIdentifier } from '../../config/patient-key.ts';
 import { toValidationItems } from '../../interface/validation-error.ts';
 import type { ClinicalChange, ReportedItem } from '../../records/clinical-change.ts';
 import type { PatientIdentityFacets } from '../../records/clinical-record.ts';
@@ -218,11 +219,8 @@ export class FhirIngest {
       if (patient === undefined)
         throw invalid(loc, 'the subject Patient does not exist on the FHIR server');
     }
-    const identifiers = parsePatient(patient, loc).identifier ?? [];
-    for (const system of systems) {
-      const value = identifiers.find((i) => i.system === system && i.value)?.value;
-      if (value !== undefined) return value;
-    }
+    const key = patientKeyIdentifier(parsePatient(patient, loc).identifier ?? [], systems);
+    if (key !== undefined) return key;
     throw invalid(
       loc,
       'the Patient has no identifier of the configured systems (fhir.patient_identifier_system, identity.patient_key.hospital_mrn.fhir_identifier_systems)',

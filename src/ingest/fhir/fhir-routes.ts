@@ -5,7 +5,6 @@ import type { RedisClient } from '../../queues/redis-client.ts';
 import type { Registry } from 'prom-client';
 import type { Config } from '../../config/config-schema.ts';
 import { fhirPatientKeySystems } from '../../config/patient-key.ts';
-import { outboundAgents } from '../../connections/outbound-agents.ts';
 import type { Crosswalk } from '../../identity/crosswalk.ts';
 import type { PresetStore } from '../../presets/preset-store.ts';
 import type { UpdateCommitter } from '../update-committer.ts';
@@ -155,16 +154,7 @@ export const fhirRoutes: FastifyPluginAsync<FhirRouteOptions> = async (app, opti
     committer: options.committer,
     logger: app.log as unknown as Logger,
   });
-  const client =
-    options.client ??
-    (config.fhir.base_url === null
-      ? undefined
-      : new FhirClient({
-          baseUrl: config.fhir.base_url,
-          token: config.fhir.token,
-          timeoutMs: config.fhir.timeout_ms,
-          agent: config.outbound && outboundAgents(config.outbound),
-        }));
+  const client = options.client ?? FhirClient.fromConfig(config);
   const ingest = new FhirIngest({
     updates,
     tracker: new EventTracker({ redis: options.redis, prefix: config.redis.prefix }),
